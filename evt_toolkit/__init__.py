@@ -1,0 +1,40 @@
+"""evt_toolkit — event-time compaction for Apache Hudi Merge-On-Read tables.
+
+Example:
+    >>> import evt_toolkit as evt
+    >>> t = evt.HudiTable.open("/data/trips")  # doctest: +SKIP
+    >>> t.file_slices()  # doctest: +SKIP
+"""
+
+from evt_toolkit.errors import (
+    EvtError,
+    LogFormatError,
+    MetadataDecodeError,
+    PendingTableServiceError,
+    PlanValidationError,
+    ReadError,
+    StorageError,
+    TableConfigError,
+    TimelineError,
+    UnsupportedFeatureError,
+    UnsupportedTableError,
+)
+from evt_toolkit.table.table import HudiTable
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "EvtError",
+    "HudiTable",
+    "LogFormatError",
+    "MetadataDecodeError",
+    "PendingTableServiceError",
+    "PlanValidationError",
+    "ReadError",
+    "StorageError",
+    "TableConfigError",
+    "TimelineError",
+    "UnsupportedFeatureError",
+    "UnsupportedTableError",
+    "__version__",
+]

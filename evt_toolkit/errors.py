@@ -1,0 +1,78 @@
+"""One error hierarchy for everything evt_toolkit raises.
+
+Every error names the file or instant at fault so a data engineer can go straight to it.
+"""
+
+from __future__ import annotations
+
+
+class EvtError(Exception):
+    """Base class of every error raised by evt_toolkit."""
+
+
+class StorageError(EvtError):
+    """A file could not be listed, opened or read."""
+
+
+class TableConfigError(EvtError):
+    """``hoodie.properties`` is missing, unreadable, inconsistent or has a wrong checksum."""
+
+
+class UnsupportedTableError(EvtError):
+    """The table (type, version, layout) is not one this toolkit reads or writes."""
+
+
+class UnsupportedFeatureError(EvtError):
+    """A real Hudi feature this toolkit does not implement (HFile or CDC blocks, Lance base files, ...)."""
+
+
+class LogFormatError(EvtError):
+    """A log file cannot be decoded (unknown ordinal, unknown block type, bad magic, absurd size, ...).
+
+    Attributes:
+        path: the log file at fault.
+        offset: byte offset of the block (or field) at fault, when known.
+    """
+
+    def __init__(self, message: str, path: str | None = None, offset: int | None = None) -> None:
+        where = ""
+        if path is not None:
+            where = f" [{path}" + (f" @ byte {offset}" if offset is not None else "") + "]"
+        super().__init__(message + where)
+        self.path = path
+        self.offset = offset
+
+
+class TimelineError(EvtError):
+    """The timeline is inconsistent or an instant file cannot be decoded; names the instant."""
+
+
+class MetadataDecodeError(TimelineError):
+    """A commit/plan/clean/rollback metadata file cannot be decoded."""
+
+
+class ReadError(EvtError):
+    """A read request is invalid (bad query type, time travel outside the timeline, unknown column, ...)."""
+
+
+class PlanValidationError(EvtError):
+    """A compaction plan is invalid (missing files, broken prefix rule, dangling link, ...)."""
+
+
+class PendingTableServiceError(EvtError):
+    """A table service cannot be scheduled because another one (or an inflight write) is pending."""
+
+
+__all__ = [
+    "EvtError",
+    "LogFormatError",
+    "MetadataDecodeError",
+    "PendingTableServiceError",
+    "PlanValidationError",
+    "ReadError",
+    "StorageError",
+    "TableConfigError",
+    "TimelineError",
+    "UnsupportedFeatureError",
+    "UnsupportedTableError",
+]

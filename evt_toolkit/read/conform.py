@@ -1,0 +1,53 @@
+"""Bring Arrow tables decoded from different files (older writer schemas, other physical types) to one schema."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from evt_toolkit.errors import ReadError
+
+
+def _strip_nullability(t: pa.DataType) -> pa.DataType:
+    return t
+
+
+def conform(table: pa.Table, schema: pa.Schema, source: str) -> pa.Table:
+    """Return ``table`` with exactly ``schema``'s fields: missing columns become nulls, types are cast.
+
+    Schema evolution Hudi supports on read (added columns, int→long→double, float→double, string↔bytes) is covered
+    by Arrow casts. Columns the schema does not know are dropped.
+
+    Raises:
+        ReadError: a column cannot be cast to the table schema's type (names the file).
+    """
+    columns: list[pa.Array | pa.ChunkedArray] = []
+    n = table.num_rows
+    names = set(table.column_names)
+    for field in schema:
+        if field.name in names:
+            col = table[field.name]
+            if col.type != field.type:
+                try:
+                    col = _cast(col, field.type)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+                    raise ReadError(
+                        f"column {field.name!r} of {source} has type {col.type}, cannot read it as {field.type}: {exc}"
+                    ) from exc
+            columns.append(col)
+        else:
+            columns.append(pa.nulls(n, field.type))
+    return pa.Table.from_arrays(columns, schema=pa.schema([f.with_nullable(True) for f in schema]))
+
+
+def _cast(col: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray:
+    src = col.type
+    if pa.types.is_timestamp(src) and pa.types.is_timestamp(target) and (src.tz is None) != (target.tz is None):
+        # Same instant, different annotation: reinterpret rather than shift by a time zone.
+        col = pc.cast(col, pa.int64()) if src.unit == target.unit else pc.cast(
+            pc.cast(col.cast(pa.timestamp(src.unit)), pa.timestamp(target.unit)), pa.int64()
+        )
+        return col.cast(target)
+    if pa.types.is_map(target) and pa.types.is_map(src):
+        return col.cast(target)
+    return col.cast(target, safe=False) if pa.types.is_floating(target) else col.cast(target)

@@ -1,0 +1,285 @@
+"""Read one file slice: scan its log blocks (headers only), decide which count, decode them, merge onto the base.
+
+Which blocks count mirrors Hudi's log record reader (``BaseHoodieLogRecordReader`` / hudi-rs ``reader_v2`` pass 1):
+
+1. corrupt blocks are dropped (a later rollback command would have removed them anyway);
+2. blocks without ``INSTANT_TIME`` are ignored;
+3. blocks newer than the query instant are skipped (Hudi 0.14 *stopped* the whole scan here — ``break`` — which can
+   hide data written by out-of-order instants; 1.x and hudi-rs ``continue``, and so do we);
+4. data and delete blocks of instants that are not completed commits (and not older than the active timeline) are
+   skipped: that is how failed and inflight writes stay invisible;
+5. a rollback command block removes every earlier queued block of its ``TARGET_INSTANT_TIME``;
+6. a log-compacted block (``COMPACTED_BLOCK_TIMES``) replaces the blocks of the instants it compacted, at the
+   position of the newest of them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from evt_toolkit.errors import ReadError, UnsupportedFeatureError
+from evt_toolkit.format.log_content import decode_data_block, decode_delete_block
+from evt_toolkit.format.logfile import BlockType, LogBlock, read_block_content, scan_log_blocks
+from evt_toolkit.read.conform import conform
+from evt_toolkit.read.merge import (
+    COMMIT_TIME,
+    IS_DELETED,
+    KEY,
+    S_DEL,
+    build_candidates,
+    dedupe_state,
+    make_state,
+    merge_log_candidates,
+    merge_with_base,
+    overlay,
+)
+from evt_toolkit.storage.fs import TableStorage
+from evt_toolkit.table.fs_view import BaseFile, FileSlice, LogFile
+
+DELETE_SCHEMA = pa.schema(
+    [
+        pa.field("_hoodie_record_key", pa.string()),
+        pa.field("_hoodie_partition_path", pa.string()),
+        pa.field("ordering_value", pa.null()),
+        pa.field("ordering_wrapper", pa.string()),
+    ]
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SliceReadContext:
+    """What reading any slice of a table needs.
+
+    Attributes:
+        storage: table storage.
+        schema: Arrow schema of the merged output (meta fields first).
+        reader_avro_schema: Avro reader schema (with meta fields) used to resolve log data blocks.
+        ordering_field: the ordering (precombine) field, if any.
+        merge_mode: ``COMMIT_TIME_ORDERING`` or ``EVENT_TIME_ORDERING``.
+        query_instant: blocks with a later instant are skipped (None: no limit).
+        is_committed: whether an instant's data/delete blocks count.
+    """
+
+    storage: TableStorage
+    schema: pa.Schema
+    reader_avro_schema: dict[str, Any] | None
+    ordering_field: str | None
+    merge_mode: str
+    query_instant: str | None
+    is_committed: Callable[[str], bool]
+
+
+@dataclass(frozen=True, slots=True)
+class QueuedBlock:
+    log_file: LogFile
+    block: LogBlock
+
+
+def select_log_blocks(ctx: SliceReadContext, log_files: tuple[LogFile, ...]) -> list[QueuedBlock]:
+    """Scan block headers of ``log_files`` (in slice order) and return the blocks that count, in replay order."""
+    queue: list[QueuedBlock] = []
+    for lf in log_files:
+        with ctx.storage.open_input(lf.path) as f:
+            blocks = list(scan_log_blocks(f, lf.size, lf.path))
+        for blk in blocks:
+            if blk.is_corrupt:
+                continue
+            instant = blk.instant_time
+            if instant is None:
+                continue
+            if ctx.query_instant is not None and instant > ctx.query_instant:
+                continue
+            if blk.block_type == BlockType.COMMAND:
+                target = blk.target_instant_time
+                queue = [q for q in queue if q.block.instant_time != target]
+                continue
+            if not ctx.is_committed(instant):
+                continue
+            queue.append(QueuedBlock(lf, blk))
+    return _resolve_log_compaction(queue)
+
+
+def _resolve_log_compaction(queue: list[QueuedBlock]) -> list[QueuedBlock]:
+    """Put each log-compacted block in place of the blocks it compacted, at the newest one's position.
+
+    Mirrors Hudi's ``scanInternalV2``: later blocks of instants that were not compacted still replay after it. A
+    compacted block whose originals are no longer present replays at its own position.
+    """
+    out: list[QueuedBlock] = []
+    for q in queue:
+        times = set(q.block.compacted_block_times)
+        if not times:
+            out.append(q)
+            continue
+        positions = [i for i, o in enumerate(out) if (o.block.instant_time or "") in times]
+        if not positions:
+            out.append(q)
+            continue
+        keep = [o for i, o in enumerate(out) if i not in set(positions)]
+        insert_at = positions[-1] - (len(positions) - 1)
+        keep.insert(insert_at, q)
+        out = keep
+    return out
+
+
+def decode_blocks(ctx: SliceReadContext, queued: list[QueuedBlock]) -> tuple[pa.Table, pa.Array, pa.Table, pa.Array]:
+    """Decode the selected blocks into (data rows, their replay seq, delete rows, their replay seq)."""
+    data_parts: list[pa.Table] = []
+    data_seq: list[np.ndarray] = []
+    del_parts: list[pa.Table] = []
+    del_seq: list[np.ndarray] = []
+    by_file: dict[str, list[tuple[int, QueuedBlock]]] = {}
+    for pos, q in enumerate(queued):
+        by_file.setdefault(q.log_file.path, []).append((pos, q))
+    decoded: dict[int, tuple[str, pa.Table]] = {}
+    for path, items in by_file.items():
+        with ctx.storage.open_input(path) as f:
+            for pos, q in items:
+                content = read_block_content(f, q.block)
+                if q.block.block_type == BlockType.DELETE:
+                    decoded[pos] = ("delete", decode_delete_block(q.block, content))
+                else:
+                    raw = decode_data_block(q.block, content, ctx.reader_avro_schema)
+                    decoded[pos] = ("data", raw)
+    base_seq = 0
+    for pos in range(len(queued)):
+        kind, tbl = decoded[pos]
+        n = tbl.num_rows
+        seq = np.arange(base_seq, base_seq + n, dtype=np.int64)
+        base_seq += n
+        if kind == "delete":
+            del_parts.append(_normalize_deletes(tbl))
+            del_seq.append(seq)
+        else:
+            data_parts.append(conform(tbl, ctx.schema, queued[pos].log_file.path))
+            data_seq.append(seq)
+    data = pa.concat_tables(data_parts) if data_parts else ctx.schema.empty_table()
+    deletes = _concat_deletes(del_parts)
+    return (
+        data,
+        pa.array(np.concatenate(data_seq) if data_seq else np.zeros(0, dtype=np.int64)),
+        deletes,
+        pa.array(np.concatenate(del_seq) if del_seq else np.zeros(0, dtype=np.int64)),
+    )
+
+
+def _normalize_deletes(tbl: pa.Table) -> pa.Table:
+    return tbl.select(["_hoodie_record_key", "_hoodie_partition_path", "ordering_value", "ordering_wrapper"])
+
+
+def _concat_deletes(parts: list[pa.Table]) -> pa.Table:
+    if not parts:
+        return DELETE_SCHEMA.empty_table()
+    types = {p.schema.field("ordering_value").type for p in parts} - {pa.null()}
+    if len(types) > 1:
+        # Mixed ordering types across delete blocks: keep them comparable as strings.
+        parts = [p.set_column(2, "ordering_value", p["ordering_value"].cast(pa.string())) for p in parts]
+    elif len(types) == 1:
+        (t,) = types
+        parts = [p.set_column(2, "ordering_value", p["ordering_value"].cast(t)) for p in parts]
+    return pa.concat_tables(parts)
+
+
+def read_base_file(ctx: SliceReadContext, base: BaseFile) -> pa.Table:
+    """Read a base file and bring it to the table schema."""
+    if not base.name.endswith(".parquet"):
+        raise UnsupportedFeatureError(
+            f"base file format of {base.path} is not supported (only Parquet base files are read)"
+        )
+    with ctx.storage.open_input(base.path) as f:
+        try:
+            table = pq.read_table(f)
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise ReadError(f"cannot read base file {base.path}: {exc}") from exc
+    return conform(table, ctx.schema, base.path)
+
+
+def read_file_slice(ctx: SliceReadContext, file_slice: FileSlice) -> pa.Table:
+    """Merge a slice's base file with its log blocks into the table schema."""
+    base = read_base_file(ctx, file_slice.base_file) if file_slice.base_file is not None else None
+    queued = select_log_blocks(ctx, file_slice.log_files)
+    if not queued:
+        return base if base is not None else ctx.schema.empty_table()
+    if any(q.block.is_partial for q in queued):
+        return _read_partial_slice(ctx, base, queued)
+    data, dseq, deletes, delseq = decode_blocks(ctx, queued)
+    cands = build_candidates(data, dseq, deletes, delseq, ctx.ordering_field, ctx.merge_mode)
+    winners = merge_log_candidates(cands, ctx.merge_mode)
+    if base is None:
+        base = ctx.schema.empty_table()
+    base_ord = None
+    if ctx.merge_mode != COMMIT_TIME and ctx.ordering_field and ctx.ordering_field in base.column_names:
+        base_ord = base[ctx.ordering_field].combine_chunks()
+    keep_base, emit = merge_with_base(base[KEY].combine_chunks(), base_ord, winners, ctx.merge_mode)
+    log_rows = data.take(emit["idx"])
+    return pa.concat_tables([base.filter(keep_base), log_rows])
+
+
+def _ordering_of(table: pa.Table, ctx: SliceReadContext) -> pa.Array:
+    if ctx.merge_mode != COMMIT_TIME and ctx.ordering_field and ctx.ordering_field in table.column_names:
+        return table[ctx.ordering_field].combine_chunks()
+    return pa.nulls(table.num_rows)
+
+
+def _read_partial_slice(ctx: SliceReadContext, base: pa.Table | None, queued: list[QueuedBlock]) -> pa.Table:
+    """Fold blocks one at a time so partial-update records overlay the version before them."""
+    names = ctx.schema.names
+    state: pa.Table | None = None
+    seq0 = 0
+    ord_type = ctx.schema.field(ctx.ordering_field).type if (
+        ctx.merge_mode != COMMIT_TIME and ctx.ordering_field and ctx.ordering_field in names
+    ) else pa.null()
+    for q in queued:
+        data, _, deletes, _ = decode_blocks(ctx, [q])
+        if q.block.block_type == BlockType.DELETE:
+            cands = build_candidates(
+                ctx.schema.empty_table(), pa.array([], pa.int64()), deletes,
+                pa.array(np.arange(deletes.num_rows, dtype=np.int64)), ctx.ordering_field, ctx.merge_mode,
+            ).table
+            rows = pa.table({n: pa.nulls(deletes.num_rows, ctx.schema.field(n).type) for n in names})
+            rows = rows.set_column(names.index(KEY), KEY, deletes[KEY].cast(ctx.schema.field(KEY).type))
+            block_state = make_state(
+                rows, names, None, np.arange(seq0, seq0 + rows.num_rows), cands["is_delete"].combine_chunks(),
+                cands["ct_delete"].combine_chunks(), cands["ord"].combine_chunks().cast(ord_type),
+            )
+        else:
+            present = None
+            if q.block.is_partial and q.block.schema_json:
+                present = {f["name"] for f in json.loads(q.block.schema_json).get("fields", [])}
+            soft = (
+                pc.fill_null(data[IS_DELETED].combine_chunks().cast(pa.bool_()), False)
+                if IS_DELETED in data.column_names
+                else pa.array(np.zeros(data.num_rows, dtype=bool))
+            )
+            block_state = make_state(
+                data, names, present, np.arange(seq0, seq0 + data.num_rows), soft,
+                pa.array(np.zeros(data.num_rows, dtype=bool)), _ordering_of(data, ctx).cast(ord_type),
+            )
+        seq0 += block_state.num_rows
+        block_state = dedupe_state(block_state, ctx.merge_mode)
+        state = block_state if state is None else overlay(state, block_state, names, ctx.merge_mode)
+    assert state is not None
+    if base is not None and base.num_rows:
+        # Only the first base row of a key merges (see merge_with_base); later duplicates pass through.
+        keys = base[KEY].combine_chunks()
+        first = np.zeros(base.num_rows, dtype=bool)
+        _, first_idx = np.unique(np.asarray(keys.to_pylist(), dtype=object), return_index=True)
+        first[first_idx] = True
+        base_first, base_rest = base.filter(pa.array(first)), base.filter(pa.array(~first))
+        base_state = make_state(
+            base_first, names, None, np.full(base_first.num_rows, -1), pa.array(np.zeros(base_first.num_rows, bool)),
+            pa.array(np.zeros(base_first.num_rows, bool)), _ordering_of(base_first, ctx).cast(ord_type),
+        )
+        state = overlay(base_state, state, names, ctx.merge_mode)
+    else:
+        base_rest = ctx.schema.empty_table()
+    live = state.filter(pc.invert(state[S_DEL])).select(names)
+    return pa.concat_tables([base_rest, live.cast(ctx.schema)])

@@ -1,0 +1,209 @@
+"""``table.inspect``: metadata views of a table as Arrow tables with declared schemas (pyiceberg's ``inspect``)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from evt_toolkit.errors import EvtError
+from evt_toolkit.eventtime import EpochUnit, event_time_stats
+from evt_toolkit.format.log_content import read_block_records
+from evt_toolkit.format.logfile import BlockType, HeaderKey, LogBlock, scan_log_blocks
+
+if TYPE_CHECKING:
+    from evt_toolkit.table.fs_view import LogFile
+    from evt_toolkit.table.table import HudiTable
+
+LOG_BLOCKS_SCHEMA = pa.schema(
+    [
+        pa.field("partition_path", pa.string()),
+        pa.field("file_id", pa.string()),
+        pa.field("log_file", pa.string()),
+        pa.field("version", pa.int32()),
+        pa.field("offset", pa.int64()),
+        pa.field("size", pa.int64()),
+        pa.field("block_type", pa.string()),
+        pa.field("instant_time", pa.string()),
+        pa.field("target_instant_time", pa.string()),
+        pa.field("header", pa.map_(pa.string(), pa.string())),
+        pa.field("committed", pa.bool_()),
+        pa.field("corrupt_reason", pa.string()),
+        pa.field("record_count", pa.int64()),
+        pa.field("min_event_time", pa.int64()),
+        pa.field("min_event_time_source", pa.string()),
+        pa.field("event_time_null_count", pa.int64()),
+    ]
+)
+"""Columns of :meth:`Inspect.log_blocks`. ``min_event_time`` is epoch milliseconds; its source is ``header``
+(the ``MIN_EVENT_TIME`` block header), ``write_stats`` (``minEventTime`` of the writing commit's stat for this log
+file) or ``scan`` (decoded event-time column), null when no event-time field is known or the block has no data."""
+
+
+@dataclass(frozen=True, slots=True)
+class MinEventTime:
+    value: int | None
+    source: str | None
+    null_count: int | None
+
+
+class Inspect:
+    """Metadata views of one table."""
+
+    def __init__(self, table: HudiTable) -> None:
+        self._table = table
+        self._scan_cache: dict[tuple[str, int, int], MinEventTime] = {}
+
+    def log_blocks(
+        self,
+        partition: str | None = None,
+        file_id: str | None = None,
+        *,
+        event_time_field: str | None = None,
+        event_time_unit: EpochUnit = "ms",
+        all_slices: bool = False,
+    ) -> pa.Table:
+        """Every log block of the latest file slices (or of all slices), headers only unless a scan is needed.
+
+        Args:
+            partition: only this partition path.
+            file_id: only this file group.
+            event_time_field: field whose minimum is reported; defaults to ``hoodie.payload.event.time.field``.
+            event_time_unit: unit of integer epoch event times.
+            all_slices: include older slices too.
+
+        Example:
+            >>> t = HudiTable.open("/data/trips")  # doctest: +SKIP
+            >>> t.inspect.log_blocks().select(["log_file", "block_type", "min_event_time"])  # doctest: +SKIP
+        """
+        t = self._table
+        field = event_time_field or t.config.event_time_field
+        groups = t.view.file_groups()
+        rows: dict[str, list[object]] = {f.name: [] for f in LOG_BLOCKS_SCHEMA}
+        stats_index = self._write_stats_index() if field else {}
+        for g in groups:
+            if partition is not None and g.partition_path != partition:
+                continue
+            if file_id is not None and g.file_id != file_id:
+                continue
+            for s in g.slices if all_slices else g.slices[:1]:
+                for lf in s.log_files:
+                    with t.storage.open_input(lf.path) as f:
+                        blocks = list(scan_log_blocks(f, lf.size, lf.path))
+                        for blk in blocks:
+                            met = self._min_event_time(f, lf, blk, field, event_time_unit, stats_index)
+                            count = _record_count(f, blk) if blk.is_data else None
+                            self._append(rows, g.partition_path, lf, blk, met, count)
+        return pa.table(rows, schema=LOG_BLOCKS_SCHEMA)
+
+    def _append(
+        self, rows: dict[str, list[object]], partition: str, lf: LogFile, blk: LogBlock, met: MinEventTime,
+        count: int | None,
+    ) -> None:
+        t = self._table
+        inst = blk.instant_time
+        committed = None if inst is None else (
+            t.timeline.is_completed_commit_time(inst) or t.timeline.is_before_timeline_start(inst)
+        )
+        header = [(_header_name(k), v) for k, v in blk.header.items()]
+        values: dict[str, object] = {
+            "partition_path": partition,
+            "file_id": lf.file_id,
+            "log_file": lf.name,
+            "version": lf.version,
+            "offset": blk.offset,
+            "size": blk.size,
+            "block_type": blk.block_type.name,
+            "instant_time": inst,
+            "target_instant_time": blk.target_instant_time,
+            "header": header,
+            "committed": committed,
+            "corrupt_reason": blk.corrupt_reason,
+            "record_count": count,
+            "min_event_time": met.value,
+            "min_event_time_source": met.source,
+            "event_time_null_count": met.null_count,
+        }
+        for k, v in values.items():
+            rows[k].append(v)
+
+    def _write_stats_index(self) -> dict[tuple[str, str], tuple[int | None, str]]:
+        """``(log file name, writing instant) -> minEventTime`` from completed commits' write stats."""
+        t = self._table
+        out: dict[tuple[str, str], tuple[int | None, str]] = {}
+        for inst in t.timeline.completed_commits():
+            try:
+                meta = t.timeline.commit_metadata(inst)
+            except EvtError:
+                continue
+            for stats in (meta.get("partitionToWriteStats") or {}).values():
+                for st in stats or []:
+                    path = st.get("path") or ""
+                    name = path.rsplit("/", 1)[-1]
+                    if name.startswith(".") and st.get("minEventTime") is not None:
+                        out[(name, inst.time)] = (int(st["minEventTime"]), inst.time)
+        return out
+
+    def _min_event_time(
+        self,
+        f: object,
+        lf: LogFile,
+        blk: LogBlock,
+        field: str | None,
+        unit: EpochUnit,
+        stats_index: dict[tuple[str, str], tuple[int | None, str]],
+    ) -> MinEventTime:
+        if not blk.is_data or blk.block_type == BlockType.CDC_DATA:
+            return MinEventTime(None, None, None)
+        header_value = blk.min_event_time_header
+        if header_value is not None:
+            return MinEventTime(header_value, "header", None)
+        if not field:
+            return MinEventTime(None, None, None)
+        ws = stats_index.get((lf.name, blk.instant_time or ""))
+        if ws is not None:
+            return MinEventTime(ws[0], "write_stats", None)
+        key = (lf.name, lf.size, blk.offset)
+        cached = self._scan_cache.get(key)
+        if cached is not None:
+            return cached
+        try:
+            records = read_block_records(f, blk)  # type: ignore[arg-type]
+        except EvtError:
+            return MinEventTime(None, None, None)
+        if field not in records.column_names:
+            met = MinEventTime(None, None, None)
+        else:
+            st = event_time_stats(records[field], unit, field=field)
+            met = MinEventTime(st.min_ms, "scan", st.null_count)
+        self._scan_cache[key] = met
+        return met
+
+
+def _header_name(key: object) -> str:
+    return key.name if isinstance(key, HeaderKey) else str(key)
+
+
+def _record_count(f: object, blk: LogBlock) -> int | None:
+    """Record count without decoding: Avro blocks carry it right after the content version."""
+    if blk.block_type != BlockType.AVRO_DATA or blk.content_length < 8:
+        return None
+    fh = f  # a seekable binary file
+    fh.seek(blk.content_offset + 4)  # type: ignore[attr-defined]
+    raw = fh.read(4)  # type: ignore[attr-defined]
+    return int.from_bytes(raw, "big", signed=True) if len(raw) == 4 else None
+
+
+def schema_summary(schema_json: str | None, limit: int = 6) -> str:
+    """A compact one-line view of an Avro schema header: ``name(type), ...``."""
+    if not schema_json:
+        return ""
+    try:
+        fields = json.loads(schema_json).get("fields", [])
+    except ValueError:
+        return "<invalid schema>"
+    names = [f.get("name", "?") for f in fields]
+    shown = ", ".join(names[:limit])
+    return shown + (f", … (+{len(names) - limit})" if len(names) > limit else "")

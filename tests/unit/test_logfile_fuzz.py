@@ -1,0 +1,159 @@
+"""Property test: mutated real log files either decode or fail with an ``EvtError``, promptly.
+
+Each example takes one real log file (Avro, delete, Parquet and command blocks), applies a handful of random
+byte mutations (bit flips, overwrites, inserts, deletes, truncation), then scans it and decodes every data
+and delete block. Anything other than success or an ``EvtError`` subclass, or taking longer than a few
+seconds, fails the test. ``EVT_FUZZ_EXAMPLES`` sets the number of examples per file (default 60).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import signal
+import struct
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from evt_toolkit.errors import EvtError
+from evt_toolkit.format.log_content import read_block_records
+from evt_toolkit.format.logfile import MAGIC, BlockType, read_log_blocks_bytes, scan_log_blocks
+from tests.conftest import LOG_FILES_DIR, SKIP_NO_SHARED, TABLES_DIR
+
+FUZZ_EXAMPLES = int(os.environ.get("EVT_FUZZ_EXAMPLES", "60"))
+PER_EXAMPLE_SECONDS = 10
+
+
+def fuzz_inputs() -> list[Path]:
+    """The four reference logs plus a few table logs with other shapes (multi-block, Parquet, nested types)."""
+    if not LOG_FILES_DIR.is_dir():
+        return []
+    files = sorted(p for p in LOG_FILES_DIR.glob("*/.*") if p.is_file())
+    for fixture in ("mor_table_all_data_types", "mor_table_parquet_log_block", "mor_table_delete_ord_decimal"):
+        table_logs = sorted(
+            p
+            for p in (TABLES_DIR / fixture).rglob(".*.log.*")
+            if p.is_file() and not p.name.endswith(".crc") and ".hoodie" not in p.parts
+        )
+        files.extend(table_logs[:1])
+    return files
+
+
+@contextlib.contextmanager
+def time_limit(seconds: int) -> Iterator[None]:
+    """Fails the example instead of hanging the suite (SIGALRM; the suite runs on Linux)."""
+
+    def on_alarm(signum: int, frame: object) -> None:
+        raise TimeoutError(f"decoding took longer than {seconds}s")
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def scan_and_decode(data: bytes) -> None:
+    f = io.BytesIO(data)
+    for block in scan_log_blocks(f, len(data), "fuzz.log"):
+        if block.is_data or block.block_type is BlockType.DELETE:
+            try:
+                read_block_records(f, block)
+            except EvtError:
+                # A block whose content is damaged must not stop the scan of the following blocks.
+                continue
+
+
+mutation = st.one_of(
+    st.tuples(st.just("flip"), st.integers(min_value=0), st.integers(min_value=0, max_value=7)),
+    st.tuples(st.just("overwrite"), st.integers(min_value=0), st.binary(min_size=1, max_size=8)),
+    st.tuples(st.just("insert"), st.integers(min_value=0), st.binary(min_size=1, max_size=16)),
+    st.tuples(st.just("delete"), st.integers(min_value=0), st.integers(min_value=1, max_value=16)),
+    st.tuples(st.just("truncate"), st.integers(min_value=0), st.just(0)),
+    # Big-endian size-like values dropped on top of length fields.
+    st.tuples(
+        st.just("overwrite"),
+        st.integers(min_value=0),
+        st.sampled_from([2**31 - 1, 2**62, -1, 0, 1 << 20]).map(lambda n: struct.pack(">q", n)),
+    ),
+)
+
+
+def mutate(data: bytes, ops: list[tuple[str, int, object]]) -> bytes:
+    buf = bytearray(data)
+    for kind, where, arg in ops:
+        if not buf:
+            break
+        pos = where % len(buf)
+        if kind == "flip":
+            assert isinstance(arg, int)
+            buf[pos] ^= 1 << arg
+        elif kind == "overwrite":
+            assert isinstance(arg, bytes)
+            buf[pos : pos + len(arg)] = arg
+        elif kind == "insert":
+            assert isinstance(arg, bytes)
+            buf[pos:pos] = arg
+        elif kind == "delete":
+            assert isinstance(arg, int)
+            del buf[pos : pos + arg]
+        else:
+            del buf[pos:]
+    return bytes(buf)
+
+
+@SKIP_NO_SHARED
+@pytest.mark.parametrize("path", fuzz_inputs(), ids=lambda p: p.parent.name)
+def test_mutated_real_logs_fail_cleanly(path: Path) -> None:
+    original = path.read_bytes()
+    scan_and_decode(original)  # sanity: the unmutated file is sound
+
+    @settings(
+        max_examples=FUZZ_EXAMPLES,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+        derandomize=os.environ.get("EVT_FUZZ_RANDOM") is None,
+    )
+    @given(ops=st.lists(mutation, min_size=1, max_size=4))
+    def check(ops: list[tuple[str, int, object]]) -> None:
+        data = mutate(original, ops)
+        with time_limit(PER_EXAMPLE_SECONDS), contextlib.suppress(EvtError):
+            scan_and_decode(data)
+
+    check()
+
+
+@given(data=st.binary(max_size=256))
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None)
+def test_random_bytes_fail_cleanly(data: bytes) -> None:
+    with time_limit(PER_EXAMPLE_SECONDS):
+        with contextlib.suppress(EvtError):
+            scan_and_decode(data)
+        with contextlib.suppress(EvtError):
+            scan_and_decode(MAGIC + data)
+
+
+def test_absurd_block_size_is_not_allocated() -> None:
+    import tracemalloc
+
+    data = MAGIC + struct.pack(">q", 2**62) + struct.pack(">ii", 1, 3) + b"\x00" * 32
+    tracemalloc.start()
+    started = time.monotonic()
+    try:
+        with time_limit(PER_EXAMPLE_SECONDS):
+            blocks = read_log_blocks_bytes(data, "huge.log")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert time.monotonic() - started < 1
+    assert peak < 1 << 20
+    assert [b.block_type for b in blocks] == [BlockType.CORRUPT]
+    assert blocks[0].size == len(data)
