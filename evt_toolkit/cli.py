@@ -64,10 +64,7 @@ def cmd_inspect(args: argparse.Namespace, console: Console) -> int:
             },
             "timeline": _timeline_rows(t),
             "file_slices": slices.to_pylist(),
-            "log_blocks": [
-                {**r, "header": dict(r["header"]) if r["header"] else {}}
-                for r in blocks.to_pylist()
-            ],
+            "log_blocks": [{**r, "header": dict(r["header"]) if r["header"] else {}} for r in blocks.to_pylist()],
         }
         json.dump(out, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
@@ -92,8 +89,15 @@ def cmd_inspect(args: argparse.Namespace, console: Console) -> int:
             f"Latest file slices ({slices.num_rows})",
             ["partition", "file id", "base instant", "base file", "logs", "log bytes", "pending compaction"],
             [
-                [r["partition_path"] or "(root)", r["file_id"], r["base_instant"], r["base_file"],
-                 r["num_log_files"], r["total_log_size"], r["pending_compaction"]]
+                [
+                    r["partition_path"] or "(root)",
+                    r["file_id"],
+                    r["base_instant"],
+                    r["base_file"],
+                    r["num_log_files"],
+                    r["total_log_size"],
+                    r["pending_compaction"],
+                ]
                 for r in slices.to_pylist()
             ],
         )
@@ -105,17 +109,35 @@ def cmd_inspect(args: argparse.Namespace, console: Console) -> int:
         if "SCHEMA" in header:
             shown["SCHEMA"] = schema_summary(header["SCHEMA"], limit=4)
         rows.append(
-            [r["log_file"], r["offset"], r["size"], r["block_type"], r["instant_time"],
-             "" if r["committed"] is None else ("yes" if r["committed"] else "NO"),
-             r["record_count"], _fmt_ms(r["min_event_time"]), r["min_event_time_source"],
-             "; ".join(f"{k}={v}" for k, v in shown.items()) + (f" CORRUPT: {r['corrupt_reason']}"
-                                                                 if r["corrupt_reason"] else "")]
+            [
+                r["log_file"],
+                r["offset"],
+                r["size"],
+                r["block_type"],
+                r["instant_time"],
+                "" if r["committed"] is None else ("yes" if r["committed"] else "NO"),
+                r["record_count"],
+                _fmt_ms(r["min_event_time"]),
+                r["min_event_time_source"],
+                "; ".join(f"{k}={v}" for k, v in shown.items())
+                + (f" CORRUPT: {r['corrupt_reason']}" if r["corrupt_reason"] else ""),
+            ]
         )
     console.print(
         _rich_table(
             f"Log blocks of the latest slices ({blocks.num_rows})",
-            ["log file", "offset", "bytes", "type", "instant", "committed", "records", "min event time", "source",
-             "header"],
+            [
+                "log file",
+                "offset",
+                "bytes",
+                "type",
+                "instant",
+                "committed",
+                "records",
+                "min event time",
+                "source",
+                "header",
+            ],
             rows,
         )
     )

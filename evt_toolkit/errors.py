@@ -63,6 +63,14 @@ class PendingTableServiceError(EvtError):
     """A table service cannot be scheduled because another one (or an inflight write) is pending."""
 
 
+class WriteError(EvtError):
+    """A write (deltacommit) was refused or failed; names the instant, file or field at fault."""
+
+
+class SchemaMismatchError(WriteError):
+    """The data to write lacks a required field, has a field of the wrong type, or does not match the table schema."""
+
+
 __all__ = [
     "EvtError",
     "LogFormatError",
@@ -70,9 +78,11 @@ __all__ = [
     "PendingTableServiceError",
     "PlanValidationError",
     "ReadError",
+    "SchemaMismatchError",
     "StorageError",
     "TableConfigError",
     "TimelineError",
     "UnsupportedFeatureError",
     "UnsupportedTableError",
+    "WriteError",
 ]

@@ -48,3 +48,14 @@ def shared_fixtures() -> Path:
     if not shared_available():
         pytest.skip(f"real Hudi fixtures not found at {FIXTURES_DIR} (set EVT_SHARED_DIR or check out ../shared)")
     return FIXTURES_DIR
+
+
+@pytest.fixture(scope="session")
+def spark():  # type: ignore[no-untyped-def]
+    """The one Spark session of the test session (local[2], UI off, 2 shuffle partitions)."""
+    pytest.importorskip("pyspark", reason="pyspark is not installed (extra 'spark')")
+    from evt_toolkit.spark.session import get_or_create_session
+
+    session = get_or_create_session()
+    yield session
+    session.stop()

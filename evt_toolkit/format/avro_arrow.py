@@ -244,8 +244,8 @@ def avro_to_arrow_schema(avro_schema: Mapping[str, Any] | str) -> pa.Schema:
 def _normalize(value: Any, arrow_type: pa.DataType) -> Any:
     """Adapts one fastavro value to what ``pyarrow.array`` accepts for ``arrow_type``.
 
-    Only values that pyarrow cannot take as-is are rebuilt: UUID objects (string columns), enum/str
-    variance, and nested containers holding such values.
+    pyarrow takes datetimes, dates, times, Decimals, bytes and dicts (for structs and maps) as they are;
+    only ``uuid.UUID`` objects, possibly nested in containers, need rebuilding.
     """
     if value is None:
         return None
@@ -265,17 +265,6 @@ def _normalize(value: Any, arrow_type: pa.DataType) -> Any:
     return value
 
 
-def _needs_normalizing(arrow_type: pa.DataType) -> bool:
-    # Maps arrive as dicts (pyarrow wants key/value pairs) and string columns may carry uuid.UUID objects.
-    if pa.types.is_map(arrow_type) or pa.types.is_string(arrow_type):
-        return True
-    if pa.types.is_struct(arrow_type):
-        return any(_needs_normalizing(arrow_type.field(i).type) for i in range(arrow_type.num_fields))
-    if pa.types.is_list(arrow_type):
-        return _needs_normalizing(arrow_type.value_type)
-    return False
-
-
 def records_to_arrow(records: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
     """Builds an Arrow table from records decoded by fastavro.
 
@@ -292,17 +281,14 @@ def records_to_arrow(records: Sequence[Mapping[str, Any]], schema: pa.Schema) ->
     """
     columns = []
     for fld in schema:
-        name = fld.name
-        if _needs_normalizing(fld.type) and not (pa.types.is_string(fld.type) and _all_str(records, name)):
-            values = [_normalize(r.get(name), fld.type) for r in records]
-        else:
-            values = [r.get(name) for r in records]
-        columns.append(pa.array(values, type=fld.type))
+        values = [r.get(fld.name) for r in records]
+        try:
+            column = pa.array(values, type=fld.type)
+        except (pa.ArrowTypeError, pa.ArrowInvalid):
+            # Rare (uuid.UUID objects): rebuild the column's values, then let a genuine mismatch raise.
+            column = pa.array([_normalize(v, fld.type) for v in values], type=fld.type)
+        columns.append(column)
     return pa.Table.from_arrays(columns, schema=schema)
-
-
-def _all_str(records: Sequence[Mapping[str, Any]], name: str) -> bool:
-    return all(isinstance(v, str) or v is None for v in (r.get(name) for r in records))
 
 
 __all__ = ["avro_to_arrow_schema", "avro_to_arrow_type", "records_to_arrow"]

@@ -44,8 +44,10 @@ def _cast(col: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray:
     src = col.type
     if pa.types.is_timestamp(src) and pa.types.is_timestamp(target) and (src.tz is None) != (target.tz is None):
         # Same instant, different annotation: reinterpret rather than shift by a time zone.
-        col = pc.cast(col, pa.int64()) if src.unit == target.unit else pc.cast(
-            pc.cast(col.cast(pa.timestamp(src.unit)), pa.timestamp(target.unit)), pa.int64()
+        col = (
+            pc.cast(col, pa.int64())
+            if src.unit == target.unit
+            else pc.cast(pc.cast(col.cast(pa.timestamp(src.unit)), pa.timestamp(target.unit)), pa.int64())
         )
         return col.cast(target)
     if pa.types.is_map(target) and pa.types.is_map(src):

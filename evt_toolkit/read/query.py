@@ -107,9 +107,7 @@ class TableReader:
         parts = [read_base_file(ctx, b) for b in self.view.latest_base_files(as_of)]
         return self._project(self._concat(parts, ctx.schema), columns)
 
-    def incremental(
-        self, begin: str | None, end: str | None = None, columns: Sequence[str] | None = None
-    ) -> pa.Table:
+    def incremental(self, begin: str | None, end: str | None = None, columns: Sequence[str] | None = None) -> pa.Table:
         """Records committed in ``(begin, end]``: each record's latest version in the window, once.
 
         On timeline layout 1 the window bounds requested instant times and rows are kept when

@@ -42,9 +42,7 @@ def latest_avro_schema(config: TableConfig, timeline: Timeline) -> dict[str, Any
 def with_meta_fields(schema: dict[str, Any]) -> dict[str, Any]:
     """Prepend Hudi's meta fields (``["null","string"]``, doc "", default null) unless already present."""
     names = {f["name"] for f in schema.get("fields", [])}
-    meta = [
-        {"name": n, "type": ["null", "string"], "doc": "", "default": None} for n in META_FIELDS if n not in names
-    ]
+    meta = [{"name": n, "type": ["null", "string"], "doc": "", "default": None} for n in META_FIELDS if n not in names]
     out = dict(schema)
     out["fields"] = meta + list(schema.get("fields", []))
     return out

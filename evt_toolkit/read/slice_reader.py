@@ -234,21 +234,32 @@ def _read_partial_slice(ctx: SliceReadContext, base: pa.Table | None, queued: li
     names = ctx.schema.names
     state: pa.Table | None = None
     seq0 = 0
-    ord_type = ctx.schema.field(ctx.ordering_field).type if (
-        ctx.merge_mode != COMMIT_TIME and ctx.ordering_field and ctx.ordering_field in names
-    ) else pa.null()
+    ord_type = (
+        ctx.schema.field(ctx.ordering_field).type
+        if (ctx.merge_mode != COMMIT_TIME and ctx.ordering_field and ctx.ordering_field in names)
+        else pa.null()
+    )
     for q in queued:
         data, _, deletes, _ = decode_blocks(ctx, [q])
         if q.block.block_type == BlockType.DELETE:
             cands = build_candidates(
-                ctx.schema.empty_table(), pa.array([], pa.int64()), deletes,
-                pa.array(np.arange(deletes.num_rows, dtype=np.int64)), ctx.ordering_field, ctx.merge_mode,
+                ctx.schema.empty_table(),
+                pa.array([], pa.int64()),
+                deletes,
+                pa.array(np.arange(deletes.num_rows, dtype=np.int64)),
+                ctx.ordering_field,
+                ctx.merge_mode,
             ).table
             rows = pa.table({n: pa.nulls(deletes.num_rows, ctx.schema.field(n).type) for n in names})
             rows = rows.set_column(names.index(KEY), KEY, deletes[KEY].cast(ctx.schema.field(KEY).type))
             block_state = make_state(
-                rows, names, None, np.arange(seq0, seq0 + rows.num_rows), cands["is_delete"].combine_chunks(),
-                cands["ct_delete"].combine_chunks(), cands["ord"].combine_chunks().cast(ord_type),
+                rows,
+                names,
+                None,
+                np.arange(seq0, seq0 + rows.num_rows),
+                cands["is_delete"].combine_chunks(),
+                cands["ct_delete"].combine_chunks(),
+                cands["ord"].combine_chunks().cast(ord_type),
             )
         else:
             present = None
@@ -260,8 +271,13 @@ def _read_partial_slice(ctx: SliceReadContext, base: pa.Table | None, queued: li
                 else pa.array(np.zeros(data.num_rows, dtype=bool))
             )
             block_state = make_state(
-                data, names, present, np.arange(seq0, seq0 + data.num_rows), soft,
-                pa.array(np.zeros(data.num_rows, dtype=bool)), _ordering_of(data, ctx).cast(ord_type),
+                data,
+                names,
+                present,
+                np.arange(seq0, seq0 + data.num_rows),
+                soft,
+                pa.array(np.zeros(data.num_rows, dtype=bool)),
+                _ordering_of(data, ctx).cast(ord_type),
             )
         seq0 += block_state.num_rows
         block_state = dedupe_state(block_state, ctx.merge_mode)
@@ -269,14 +285,19 @@ def _read_partial_slice(ctx: SliceReadContext, base: pa.Table | None, queued: li
     assert state is not None
     if base is not None and base.num_rows:
         # Only the first base row of a key merges (see merge_with_base); later duplicates pass through.
-        keys = base[KEY].combine_chunks()
+        pos = pa.array(np.arange(base.num_rows, dtype=np.int64))
+        firsts = pa.table({"k": base[KEY], "p": pos}).group_by("k").aggregate([("p", "min")])["p_min"]
         first = np.zeros(base.num_rows, dtype=bool)
-        _, first_idx = np.unique(np.asarray(keys.to_pylist(), dtype=object), return_index=True)
-        first[first_idx] = True
+        first[firsts.to_numpy()] = True
         base_first, base_rest = base.filter(pa.array(first)), base.filter(pa.array(~first))
         base_state = make_state(
-            base_first, names, None, np.full(base_first.num_rows, -1), pa.array(np.zeros(base_first.num_rows, bool)),
-            pa.array(np.zeros(base_first.num_rows, bool)), _ordering_of(base_first, ctx).cast(ord_type),
+            base_first,
+            names,
+            None,
+            np.full(base_first.num_rows, -1),
+            pa.array(np.zeros(base_first.num_rows, bool)),
+            pa.array(np.zeros(base_first.num_rows, bool)),
+            _ordering_of(base_first, ctx).cast(ord_type),
         )
         state = overlay(base_state, state, names, ctx.merge_mode)
     else:

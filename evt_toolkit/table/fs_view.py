@@ -146,8 +146,9 @@ def _parse_data_file(partition: str, entry: FileEntry) -> BaseFile | LogFile | N
         # Only ".log" files are data (".archive" belongs to the archived timeline); CDC logs are not slices' data.
         if log is None or log.extension != "log" or log.suffix:
             return None
-        return LogFile(entry.path, entry.name, log.file_id, log.base_instant, log.version, log.write_token,
-                       log.suffix, entry.size)
+        return LogFile(
+            entry.path, entry.name, log.file_id, log.base_instant, log.version, log.write_token, log.suffix, entry.size
+        )
     if not entry.name.endswith(BASE_FILE_EXTENSIONS):
         return None
     base = BaseFileName.parse(entry.name)

@@ -99,13 +99,20 @@ class Inspect:
         return pa.table(rows, schema=LOG_BLOCKS_SCHEMA)
 
     def _append(
-        self, rows: dict[str, list[object]], partition: str, lf: LogFile, blk: LogBlock, met: MinEventTime,
+        self,
+        rows: dict[str, list[object]],
+        partition: str,
+        lf: LogFile,
+        blk: LogBlock,
+        met: MinEventTime,
         count: int | None,
     ) -> None:
         t = self._table
         inst = blk.instant_time
-        committed = None if inst is None else (
-            t.timeline.is_completed_commit_time(inst) or t.timeline.is_before_timeline_start(inst)
+        committed = (
+            None
+            if inst is None
+            else (t.timeline.is_completed_commit_time(inst) or t.timeline.is_before_timeline_start(inst))
         )
         header = [(_header_name(k), v) for k, v in blk.header.items()]
         values: dict[str, object] = {

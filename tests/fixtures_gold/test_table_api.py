@@ -179,7 +179,7 @@ def test_inspect_without_event_time_field_reports_no_source() -> None:
     assert blocks[0]["min_event_time"] is None and blocks[0]["min_event_time_source"] is None
 
 
-# -- CLI ----------------------------------------------------------------------------------------------------------------
+# -- CLI ---------------------------------------------------------------------------------------------------------
 
 
 def test_cli_inspect_json(capsys: pytest.CaptureFixture[str]) -> None:

@@ -98,12 +98,12 @@ TRIPS_SCHEMA: dict[str, Any] = {
 def avro_content(schema: dict[str, Any], records: list[dict[str, Any]], *, version: int = 3) -> bytes:
     """HoodieAvroDataBlock content: version, count, then length-prefixed Avro binary records."""
     parsed = fastavro.parse_schema(schema)
-    out = struct.pack(">ii", version, len(records))
+    out = [struct.pack(">ii", version, len(records))]
     for record in records:
         buf = io.BytesIO()
         fastavro.schemaless_writer(buf, parsed, record)
-        out += struct.pack(">i", len(buf.getvalue())) + buf.getvalue()
-    return out
+        out.append(struct.pack(">i", len(buf.getvalue())) + buf.getvalue())
+    return b"".join(out)
 
 
 def avro_block(records: list[dict[str, Any]], instant: str = "20250101000000000", **kw: Any) -> bytes:
