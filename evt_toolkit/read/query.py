@@ -70,6 +70,9 @@ class TableReader:
             merge_mode=mode,
             query_instant=query_instant,
             is_committed=committed,
+            record_key_fields=self.config.record_key_fields,
+            complex_key=len(self.config.record_key_fields) > 1
+            or "complex" in (self.config.key_generator or "").lower(),
         )
 
     def _project(self, table: pa.Table, columns: Sequence[str] | None) -> pa.Table:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -29,6 +29,7 @@ from evt_toolkit.errors import ReadError, UnsupportedFeatureError
 from evt_toolkit.format.log_content import decode_data_block, decode_delete_block
 from evt_toolkit.format.logfile import BlockType, LogBlock, read_block_content, scan_log_blocks
 from evt_toolkit.read.conform import conform
+from evt_toolkit.read.keys import derive_record_keys
 from evt_toolkit.read.merge import (
     COMMIT_TIME,
     IS_DELETED,
@@ -43,6 +44,9 @@ from evt_toolkit.read.merge import (
 )
 from evt_toolkit.storage.fs import TableStorage
 from evt_toolkit.table.fs_view import BaseFile, FileSlice, LogFile
+
+#: Marks the record key column the reader adds (and later drops) for tables without meta fields.
+_DERIVED = {b"evt.derived": b"record_key"}
 
 DELETE_SCHEMA = pa.schema(
     [
@@ -66,6 +70,8 @@ class SliceReadContext:
         merge_mode: ``COMMIT_TIME_ORDERING`` or ``EVENT_TIME_ORDERING``.
         query_instant: blocks with a later instant are skipped (None: no limit).
         is_committed: whether an instant's data/delete blocks count.
+        record_key_fields: record key fields, used when the table stores no ``_hoodie_record_key``.
+        complex_key: whether keys are ``field:value`` lists (complex key generator).
     """
 
     storage: TableStorage
@@ -75,6 +81,13 @@ class SliceReadContext:
     merge_mode: str
     query_instant: str | None
     is_committed: Callable[[str], bool]
+    record_key_fields: tuple[str, ...] = ()
+    complex_key: bool = False
+
+    @property
+    def derives_keys(self) -> bool:
+        """True when records carry no ``_hoodie_record_key`` and keys come from the key fields."""
+        return KEY not in self.schema.names
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +172,10 @@ def decode_blocks(ctx: SliceReadContext, queued: list[QueuedBlock]) -> tuple[pa.
             del_parts.append(_normalize_deletes(tbl))
             del_seq.append(seq)
         else:
-            data_parts.append(conform(tbl, ctx.schema, queued[pos].log_file.path))
+            conformed = conform(tbl, ctx.schema, queued[pos].log_file.path)
+            if ctx.schema.field(KEY).metadata == _DERIVED:
+                conformed = _add_derived_keys(ctx, conformed, queued[pos].log_file.path)
+            data_parts.append(conformed)
             data_seq.append(seq)
     data = pa.concat_tables(data_parts) if data_parts else ctx.schema.empty_table()
     deletes = _concat_deletes(del_parts)
@@ -204,7 +220,21 @@ def read_base_file(ctx: SliceReadContext, base: BaseFile) -> pa.Table:
 
 def read_file_slice(ctx: SliceReadContext, file_slice: FileSlice) -> pa.Table:
     """Merge a slice's base file with its log blocks into the table schema."""
+    if ctx.derives_keys:
+        keyed = replace(ctx, schema=ctx.schema.append(pa.field(KEY, pa.string(), metadata=_DERIVED)))
+        return _merge_slice(keyed, file_slice).drop_columns([KEY])
+    return _merge_slice(ctx, file_slice)
+
+
+def _add_derived_keys(ctx: SliceReadContext, table: pa.Table, source: str) -> pa.Table:
+    keys = derive_record_keys(table, ctx.record_key_fields, ctx.complex_key, source)
+    return table.set_column(table.schema.get_field_index(KEY), KEY, keys)
+
+
+def _merge_slice(ctx: SliceReadContext, file_slice: FileSlice) -> pa.Table:
     base = read_base_file(ctx, file_slice.base_file) if file_slice.base_file is not None else None
+    if base is not None and ctx.schema.field(KEY).metadata == _DERIVED:
+        base = _add_derived_keys(ctx, base, file_slice.base_file.path if file_slice.base_file else "")
     queued = select_log_blocks(ctx, file_slice.log_files)
     if not queued:
         return base if base is not None else ctx.schema.empty_table()

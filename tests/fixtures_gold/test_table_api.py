@@ -201,3 +201,23 @@ def test_cli_inspect_text(capsys: pytest.CaptureFixture[str]) -> None:
 def test_cli_error_exit_code(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli_main(["inspect", str(tmp_path)]) == 2
     assert "TableConfigError" in capsys.readouterr().err
+
+
+# -- tables without meta fields -------------------------------------------------------------------------------------
+
+
+def test_table_without_meta_fields_merges_on_derived_keys(tmp_path: Path) -> None:
+    """``hoodie.populate.meta.fields=false``: keys come from the record key fields (here ``uuid``)."""
+    d = _copy(TRIPS_V6, tmp_path)
+    props = d / ".hoodie" / "hoodie.properties"
+    props.write_text(props.read_text() + "hoodie.populate.meta.fields=false\n")
+    t = evt.HudiTable.open(d)
+    assert t.config.populate_meta_fields is False
+    ours = t.read()
+    assert "_hoodie_record_key" not in ours.column_names
+    gold = evt.HudiTable.open(fixture_table_path(TRIPS_V6)).read()
+    data_cols = [c for c in gold.column_names if not c.startswith("_hoodie_")]
+    assert ours.column_names == data_cols
+    assert_same_rows(ours, gold, columns=data_cols, what="no meta fields")
+    # The update in the log replaced the base row instead of being appended next to it.
+    assert ours.num_rows == gold.num_rows == len(set(ours["uuid"].to_pylist()))
