@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 
 from evt_toolkit.errors import EvtError, LogFormatError, UnsupportedFeatureError
 from evt_toolkit.format.avro_arrow import avro_to_arrow_schema, records_to_arrow
+from evt_toolkit.format.avro_binary import avro_bytes, zigzag_long
 from evt_toolkit.format.logfile import BlockType, LogBlock, read_block_content
 
 # HoodieLogBlock.version: the only content version written since Hudi 0.6 (1 and 2 were Kryo based).
@@ -121,24 +122,6 @@ def _writer_schema(block: LogBlock) -> Any:
     return schema
 
 
-def _zigzag(n: int) -> bytes:
-    """Avro's variable-length zig-zag encoding of a long."""
-    z = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while True:
-        b = z & 0x7F
-        z >>= 7
-        if z:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
-def _avro_bytes(data: bytes) -> bytes:
-    return _zigzag(len(data)) + data
-
-
 def _object_container(schema_json: str, count: int, body: bytes) -> bytes:
     """Wraps concatenated Avro record bodies in a one-block, uncompressed Avro object container.
 
@@ -147,9 +130,9 @@ def _object_container(schema_json: str, count: int, body: bytes) -> bytes:
     the trailing sync marker check catches record bodies that do not add up to the bytes framed.
     """
     sync = os.urandom(16)
-    meta = _zigzag(2) + _avro_bytes(b"avro.schema") + _avro_bytes(schema_json.encode("utf-8"))
-    meta += _avro_bytes(b"avro.codec") + _avro_bytes(b"null") + _zigzag(0)
-    return b"Obj\x01" + meta + sync + _zigzag(count) + _zigzag(len(body)) + body + sync
+    meta = zigzag_long(2) + avro_bytes(b"avro.schema") + avro_bytes(schema_json.encode("utf-8"))
+    meta += avro_bytes(b"avro.codec") + avro_bytes(b"null") + zigzag_long(0)
+    return b"Obj\x01" + meta + sync + zigzag_long(count) + zigzag_long(len(body)) + body + sync
 
 
 def _record_bodies(block: LogBlock, content: bytes) -> tuple[int, bytes]:

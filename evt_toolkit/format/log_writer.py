@@ -38,6 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from evt_toolkit.errors import LogFormatError, UnsupportedFeatureError
+from evt_toolkit.format.avro_binary import avro_bytes, zigzag_long
 from evt_toolkit.format.delete_schema import (
     DECIMAL_WRAPPER_PRECISION,
     DECIMAL_WRAPPER_SCALE,
@@ -609,22 +610,6 @@ def encode_avro_data_block(
 # ---------------------------------------------------------------------------------------------------------------------
 
 
-def _zigzag(n: int) -> bytes:
-    """Avro ``long``/``int``: zig-zag then base-128 varint."""
-    z = (n << 1) ^ (n >> 63)
-    z &= 0xFFFFFFFFFFFFFFFF
-    out = bytearray()
-    while z > 0x7F:
-        out.append((z & 0x7F) | 0x80)
-        z >>= 7
-    out.append(z)
-    return bytes(out)
-
-
-def _avro_bytes(data: bytes) -> bytes:
-    return _zigzag(len(data)) + data
-
-
 def _java_big_integer_bytes(n: int) -> bytes:
     """``BigInteger.toByteArray()``: minimal big-endian two's complement (Java's bitLength excludes the sign)."""
     bit_length = n.bit_length() if n >= 0 else (~n).bit_length()
@@ -816,28 +801,28 @@ def _as_days(value: object) -> int:
 
 def _encode_wrapped(wrapper: str, value: Any) -> bytes:
     """Avro binary of the ``orderingVal`` union: branch index, then the wrapper's single ``value`` field."""
-    branch = _zigzag(ORDERING_UNION_INDEX[wrapper])
+    branch = zigzag_long(ORDERING_UNION_INDEX[wrapper])
     if wrapper == "null":
         return branch
     if wrapper == "BooleanWrapper":
         return branch + (b"\x01" if value else b"\x00")
     if wrapper in ("IntWrapper", "LongWrapper", "DateWrapper", "TimeMicrosWrapper", "TimestampMicrosWrapper"):
-        return branch + _zigzag(value)
+        return branch + zigzag_long(value)
     if wrapper == "FloatWrapper":
         return branch + struct.pack("<f", value)
     if wrapper == "DoubleWrapper":
         return branch + struct.pack("<d", value)
     if wrapper in ("BytesWrapper", "DecimalWrapper"):
-        return branch + _avro_bytes(value)
+        return branch + avro_bytes(value)
     if wrapper == "StringWrapper":
-        return branch + _avro_bytes(value.encode("utf-8", errors="replace"))
+        return branch + avro_bytes(value.encode("utf-8", errors="replace"))
     raise AssertionError(wrapper)
 
 
 def _encode_optional_string(value: str | None) -> bytes:
     if value is None:
         return b"\x00"
-    return b"\x02" + _avro_bytes(value.encode("utf-8", errors="replace"))
+    return b"\x02" + avro_bytes(value.encode("utf-8", errors="replace"))
 
 
 def encode_delete_records(
@@ -863,7 +848,7 @@ def encode_delete_records(
     out = bytearray()
     if keys:
         # GenericDatumWriter.writeArray: one block holding every item, then the 0 terminator.
-        out += _zigzag(len(keys))
+        out += zigzag_long(len(keys))
         for (record_key, partition_path), ordering in zip(keys, ordering_values, strict=True):
             out += _encode_optional_string(record_key)
             out += _encode_optional_string(partition_path)

@@ -21,6 +21,7 @@ from typing import Any
 import fastavro
 
 from evt_toolkit.errors import MetadataDecodeError
+from evt_toolkit.format.avro_binary import avro_bytes, zigzag_long
 
 __all__ = [
     "AVRO_MAGIC",
@@ -250,20 +251,6 @@ def load_schema(name: str) -> str:
 # -- writing ---------------------------------------------------------------------------------------------------------
 
 
-def _zigzag_long(n: int) -> bytes:
-    value = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while value & ~0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def _avro_bytes(b: bytes) -> bytes:
-    return _zigzag_long(len(b)) + b
-
-
 def encode_avro_container(record: Mapping[str, Any], schema_json: str, *, sync_marker: bytes | None = None) -> bytes:
     """Write a single-record Avro object container like Java's ``DataFileWriter`` (one ``append``, null codec).
 
@@ -290,13 +277,13 @@ def encode_avro_container(record: Mapping[str, Any], schema_json: str, *, sync_m
     payload = body.getvalue()
     header = (
         AVRO_MAGIC
-        + _zigzag_long(1)
-        + _avro_bytes(b"avro.schema")
-        + _avro_bytes(schema_json.encode("utf-8"))
-        + _zigzag_long(0)
+        + zigzag_long(1)
+        + avro_bytes(b"avro.schema")
+        + avro_bytes(schema_json.encode("utf-8"))
+        + zigzag_long(0)
         + marker
     )
-    return header + _zigzag_long(1) + _zigzag_long(len(payload)) + payload + marker
+    return header + zigzag_long(1) + zigzag_long(len(payload)) + payload + marker
 
 
 def _json_string(s: str) -> str:
