@@ -13,11 +13,13 @@ from evt_toolkit.errors import (
     PendingTableServiceError,
     PlanValidationError,
     ReadError,
+    SchemaMismatchError,
     StorageError,
     TableConfigError,
     TimelineError,
     UnsupportedFeatureError,
     UnsupportedTableError,
+    WriteError,
 )
 from evt_toolkit.table.table import HudiTable
 
@@ -31,10 +33,12 @@ __all__ = [
     "PendingTableServiceError",
     "PlanValidationError",
     "ReadError",
+    "SchemaMismatchError",
     "StorageError",
     "TableConfigError",
     "TimelineError",
     "UnsupportedFeatureError",
     "UnsupportedTableError",
+    "WriteError",
     "__version__",
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -137,14 +137,27 @@ class TableReader:
                     fid = st.get("fileId")
                     if fid:
                         touched.add((partition or "", fid))
-        ctx = self._context(last)
+        admitted_times = frozenset(i.time for i in admitted)
+        if layout2:
+
+            def in_range(instant: str) -> bool:
+                return instant in admitted_times
+        else:
+
+            def in_range(instant: str) -> bool:
+                return instant > b and (e is None or instant <= e)
+
+        # Like Spark's MergeOnReadIncrementalRelation (and hudi-rs), the log scanner only merges blocks of the
+        # window's instants; rows are then kept by commit time. A later-arriving update that loses to a record
+        # outside the window is therefore still reported as the window's change.
+        ctx = replace(self._context(last), in_instant_range=in_range)
         slices: list[FileSlice] = [
             s for s in self.view.latest_merged_file_slices(last) if (s.partition_path, s.file_id) in touched
         ]
         table = self._concat([read_file_slice(ctx, s) for s in slices], ctx.schema)
         commit_time = table["_hoodie_commit_time"]
         if layout2:
-            mask = pc.is_in(commit_time, value_set=pa.array(sorted({i.time for i in admitted}), pa.string()))
+            mask = pc.is_in(commit_time, value_set=pa.array(sorted(admitted_times), pa.string()))
         else:
             mask = pc.greater(commit_time, b)
             if e is not None:

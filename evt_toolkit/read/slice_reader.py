@@ -72,6 +72,8 @@ class SliceReadContext:
         is_committed: whether an instant's data/delete blocks count.
         record_key_fields: record key fields, used when the table stores no ``_hoodie_record_key``.
         complex_key: whether keys are ``field:value`` lists (complex key generator).
+        in_instant_range: for incremental reads, whether a data/delete block's instant is inside the window
+            (Hudi's ``InstantRange``): blocks outside it are not merged at all.
     """
 
     storage: TableStorage
@@ -83,6 +85,7 @@ class SliceReadContext:
     is_committed: Callable[[str], bool]
     record_key_fields: tuple[str, ...] = ()
     complex_key: bool = False
+    in_instant_range: Callable[[str], bool] | None = None
 
     @property
     def derives_keys(self) -> bool:
@@ -115,6 +118,8 @@ def select_log_blocks(ctx: SliceReadContext, log_files: tuple[LogFile, ...]) -> 
                 queue = [q for q in queue if q.block.instant_time != target]
                 continue
             if not ctx.is_committed(instant):
+                continue
+            if ctx.in_instant_range is not None and not ctx.in_instant_range(instant):
                 continue
             queue.append(QueuedBlock(lf, blk))
     return _resolve_log_compaction(queue)

@@ -26,6 +26,7 @@ EVENT_TIME_ORDERING = "EVENT_TIME_ORDERING"
 SUPPORTED_TABLE_VERSIONS = frozenset({6, 8, 9})
 
 #: Our extension key: the writer records ``MIN_EVENT_TIME`` in log block headers.
+EVENT_TIME_UNIT_KEY = "hoodie.evt.event.time.unit"
 MIN_EVENT_TIME_HEADER_KEY = "hoodie.evt.min.event.time.header"
 
 # HoodieRecordMerger strategy ids (HoodieRecordMerger.*_MERGE_STRATEGY_UUID).
@@ -49,6 +50,13 @@ def _flag(props: Mapping[str, str], key: str, default: bool) -> bool:
     if value is None or not value.strip():
         return default
     return value.strip().lower() == "true"
+
+
+def _event_time_unit(props: Mapping[str, str], source: str) -> str:
+    unit = (props.get(EVENT_TIME_UNIT_KEY) or "ms").strip()
+    if unit not in ("s", "ms", "us", "ns"):
+        raise TableConfigError(f"{source}: {EVENT_TIME_UNIT_KEY}={unit!r} is not one of s, ms, us, ns")
+    return unit
 
 
 def _int(props: Mapping[str, str], key: str, source: str) -> int:
@@ -135,6 +143,7 @@ class TableConfig:
         base_file_format: ``PARQUET`` (default), ``HFILE``, ``ORC`` or ``LANCE``.
         event_time_field: ``hoodie.payload.event.time.field``.
         min_event_time_header: our extension ``hoodie.evt.min.event.time.header=true``.
+        event_time_unit: unit of integer epoch event times (our extension ``hoodie.evt.event.time.unit``, default ms).
         drop_partition_columns: ``hoodie.datasource.write.drop.partition.columns``.
         timezone: ``hoodie.table.timeline.timezone`` (``LOCAL`` or ``UTC``).
     """
@@ -157,6 +166,7 @@ class TableConfig:
     base_file_format: str
     event_time_field: str | None
     min_event_time_header: bool
+    event_time_unit: str
     drop_partition_columns: bool
     timezone: str
 
@@ -242,6 +252,7 @@ class TableConfig:
             base_file_format=base_format,
             event_time_field=(props.get("hoodie.payload.event.time.field") or "").strip() or None,
             min_event_time_header=_flag(props, MIN_EVENT_TIME_HEADER_KEY, False),
+            event_time_unit=_event_time_unit(props, source),
             drop_partition_columns=_flag(props, "hoodie.datasource.write.drop.partition.columns", False),
             timezone=(props.get("hoodie.table.timeline.timezone") or "LOCAL").strip().upper(),
         )

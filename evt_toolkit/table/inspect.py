@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import pyarrow as pa
 
@@ -62,7 +62,7 @@ class Inspect:
         file_id: str | None = None,
         *,
         event_time_field: str | None = None,
-        event_time_unit: EpochUnit = "ms",
+        event_time_unit: EpochUnit | None = None,
         all_slices: bool = False,
     ) -> pa.Table:
         """Every log block of the latest file slices (or of all slices), headers only unless a scan is needed.
@@ -71,7 +71,7 @@ class Inspect:
             partition: only this partition path.
             file_id: only this file group.
             event_time_field: field whose minimum is reported; defaults to ``hoodie.payload.event.time.field``.
-            event_time_unit: unit of integer epoch event times.
+            event_time_unit: unit of integer epoch event times (default: the table's, else milliseconds).
             all_slices: include older slices too.
 
         Example:
@@ -80,6 +80,7 @@ class Inspect:
         """
         t = self._table
         field = event_time_field or t.config.event_time_field
+        unit = cast(EpochUnit, event_time_unit or t.config.event_time_unit)
         groups = t.view.file_groups()
         rows: dict[str, list[object]] = {f.name: [] for f in LOG_BLOCKS_SCHEMA}
         stats_index = self._write_stats_index() if field else {}
@@ -93,7 +94,7 @@ class Inspect:
                     with t.storage.open_input(lf.path) as f:
                         blocks = list(scan_log_blocks(f, lf.size, lf.path))
                         for blk in blocks:
-                            met = self._min_event_time(f, lf, blk, field, event_time_unit, stats_index)
+                            met = self._min_event_time(f, lf, blk, field, unit, stats_index)
                             count = _record_count(f, blk) if blk.is_data else None
                             self._append(rows, g.partition_path, lf, blk, met, count)
         return pa.table(rows, schema=LOG_BLOCKS_SCHEMA)

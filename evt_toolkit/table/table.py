@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
@@ -63,6 +63,63 @@ class HudiTable:
         if config.version not in (6, 8, 9):
             raise UnsupportedTableError(f"table version {config.version} of {storage.uri} is not supported")
         return cls(storage, config)
+
+    @classmethod
+    def create(
+        cls,
+        path: str | os.PathLike[str],
+        name: str,
+        record_key: str | Sequence[str],
+        partition_by: str | Sequence[str] | None = None,
+        ordering_field: str | None = None,
+        event_time_field: str | None = None,
+        buckets: int = 4,
+        merge_mode: str = "commit_time",
+        min_event_time_header: bool = False,
+        **kwargs: Any,
+    ) -> HudiTable:
+        """Create an empty MERGE_ON_READ table (version 6, bucket index); see
+        :func:`evt_toolkit.write.create.create_table` for every argument.
+
+        Example:
+            >>> t = HudiTable.create("/tmp/trips", "trips", "uuid", partition_by="city", ordering_field="ts",
+            ...                      event_time_field="ts")  # doctest: +SKIP
+        """
+        from evt_toolkit.write.create import create_table
+
+        return create_table(
+            path,
+            name,
+            record_key,
+            partition_by,
+            ordering_field,
+            event_time_field,
+            buckets,
+            merge_mode,
+            min_event_time_header,
+            **kwargs,
+        )
+
+    def write(
+        self,
+        data: Any,
+        operation: str = "upsert",
+        spark: Any = None,
+        *,
+        executor: Any = None,
+        options: Mapping[str, str] | None = None,
+    ) -> str:
+        """Write a batch (Arrow, pandas or Spark) as one deltacommit and return its instant.
+
+        See :func:`evt_toolkit.write.writer.write`.
+
+        Example:
+            >>> t.write(pa.table({"uuid": ["a"], "ts": [1], "city": ["x"]}))  # doctest: +SKIP
+            '20250101000000000'
+        """
+        from evt_toolkit.write.writer import write
+
+        return write(self, data, operation, spark, executor=executor, options=options)
 
     # -- state ----------------------------------------------------------------------------------------
     def refresh(self) -> HudiTable:
@@ -158,6 +215,4 @@ class HudiTable:
         raise ReadError(f"unknown query type {query_type!r}; expected one of {', '.join(QUERY_TYPES)}")
 
     def __repr__(self) -> str:
-        return (
-            f"HudiTable({self.config.name!r}, {self.config.table_type}, v{self.config.version}, path={self.path!r})"
-        )
+        return f"HudiTable({self.config.name!r}, {self.config.table_type}, v{self.config.version}, path={self.path!r})"

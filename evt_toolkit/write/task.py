@@ -1,0 +1,647 @@
+"""Write tasks: turn a batch into keyed records and write one file group's new log files.
+
+:func:`prepare_batch` runs on the driver (or per Spark partition): it derives record keys, partition paths and
+buckets, de-duplicates by key and splits deletes. :func:`write_file_group` runs once per file group, on a Spark
+executor or locally: it opens storage from the job spec, writes a marker, encodes Avro data blocks and a delete block
+into new log files and returns the ``HoodieDeltaWriteStat`` of each file.
+
+Hudi classes mirrored: ``SimpleAvroKeyGenerator`` / ``ComplexAvroKeyGenerator`` / ``NonpartitionedAvroKeyGenerator``
+(keys and partition paths), ``OverwriteWithLatestAvroPayload.preCombine`` (de-duplication), ``HoodieAppendHandle``
+(blocks, stats, markers), ``HoodieLogFormatWriter`` (rollover), ``HoodiePartitionMetadata`` (partition metafile).
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from evt_toolkit.errors import EvtError, SchemaMismatchError, StorageError, WriteError
+from evt_toolkit.eventtime import EpochUnit, event_time_stats
+from evt_toolkit.format.log_writer import (
+    META_FIELDS,
+    encode_avro_data_block,
+    encode_avro_records,
+    encode_delete_block,
+)
+from evt_toolkit.format.names import BaseFileName, LogFileName, new_write_token
+from evt_toolkit.format.properties import dump_properties
+from evt_toolkit.storage.fs import TableStorage
+from evt_toolkit.write.bucket import bucket_ids
+from evt_toolkit.write.plan import FileGroupWrite, WriteJobSpec
+
+__all__ = [
+    "BUCKET_COLUMN",
+    "DELETE_ORDERING_COLUMN",
+    "PARTITION_METAFILE",
+    "check_required_fields",
+    "partition_paths",
+    "prepare_batch",
+    "record_keys",
+    "validate_batch",
+    "write_file_group",
+]
+
+#: Column ``prepare_batch`` adds with each row's bucket; tasks drop it before encoding.
+BUCKET_COLUMN = "_evt_bucket"
+#: Ordering value column of the delete table (``DeleteRecord.orderingVal``).
+DELETE_ORDERING_COLUMN = "ordering_value"
+PARTITION_METAFILE = ".hoodie_partition_metadata"
+IS_DELETED_FIELD = "_hoodie_is_deleted"
+
+# KeyGenUtils placeholders and PartitionPathEncodeUtils.DEFAULT_PARTITION_PATH.
+NULL_RECORDKEY_PLACEHOLDER = "__null__"
+EMPTY_RECORDKEY_PLACEHOLDER = "__empty__"
+DEFAULT_PARTITION_PATH = "__HIVE_DEFAULT_PARTITION__"
+
+_KEY, _PART, _COMMIT_TIME, _SEQNO, _FILE_NAME = (
+    "_hoodie_record_key",
+    "_hoodie_partition_path",
+    "_hoodie_commit_time",
+    "_hoodie_commit_seqno",
+    "_hoodie_file_name",
+)
+# Records of the first chunk encoded to estimate the average record size (HoodieAppendHandle samples too).
+_SIZE_SAMPLE_ROWS = 256
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Keys, partition paths, validation
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _is_key_type(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_integer(t) or pa.types.is_boolean(t)
+
+
+def _as_strings(column: pa.Array | pa.ChunkedArray, field: str, what: str) -> pa.Array:
+    """A key or partition column as Java's ``String.valueOf`` prints it (strings, integers and booleans only)."""
+    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.dictionary_decode()
+    if not _is_key_type(arr.type):
+        raise SchemaMismatchError(
+            f"{what} field {field!r} has type {arr.type}; only string, integer and boolean {what} fields are supported"
+        )
+    return pc.cast(arr, pa.string())
+
+
+def record_keys(table: pa.Table, fields: Sequence[str]) -> pa.Array:
+    """``_hoodie_record_key`` of every row, as Hudi's Avro key generators build it.
+
+    One field (``SimpleAvroKeyGenerator``): the value itself, which may be neither null nor empty. Several fields
+    (``ComplexAvroKeyGenerator``): ``f1:v1,f2:v2`` with ``__null__`` / ``__empty__`` placeholders, refused only when
+    every field is null or empty (``KeyGenUtils.getRecordKey``).
+
+    Raises:
+        WriteError: a key is null or empty (naming the field and the count).
+        SchemaMismatchError: a key field is missing or of an unsupported type.
+
+    Example:
+        >>> record_keys(pa.table({"a": [1], "b": ["x"]}), ["a", "b"]).to_pylist()
+        ['a:1,b:x']
+    """
+    for f in fields:
+        if f not in table.column_names:
+            raise SchemaMismatchError(f"record key field {f!r} is missing from the data")
+    if len(fields) == 1:
+        keys = _as_strings(table[fields[0]], fields[0], "record key")
+        bad = pc.sum(pc.fill_null(pc.equal(pc.binary_length(keys), 0), True).cast(pa.int64())).as_py() or 0
+        if bad:
+            raise WriteError(f"record key field {fields[0]!r} is null or empty in {bad} rows; Hudi keys cannot be")
+        return keys
+    parts: list[pa.Array] = []
+    usable = None
+    for f in fields:
+        v = _as_strings(table[f], f, "record key")
+        empty = pc.equal(pc.binary_length(v), 0)
+        present = pc.fill_null(pc.invert(empty), False)
+        usable = present if usable is None else pc.or_(usable, present)
+        v = pc.if_else(pc.is_null(v), NULL_RECORDKEY_PLACEHOLDER, pc.if_else(empty, EMPTY_RECORDKEY_PLACEHOLDER, v))
+        parts.append(pc.binary_join_element_wise(f"{f}:", v, ""))
+    assert usable is not None
+    bad = table.num_rows - (pc.sum(usable.cast(pa.int64())).as_py() or 0)
+    if bad:
+        raise WriteError(f"record key fields {', '.join(fields)} are all null or empty in {bad} rows")
+    return pc.binary_join_element_wise(*parts, ",")
+
+
+def partition_paths(table: pa.Table, fields: Sequence[str], hive_style: bool) -> pa.Array:
+    """``_hoodie_partition_path`` of every row (``f1=v1/f2=v2`` hive style, else ``v1/v2``; ``""`` unpartitioned).
+
+    Null or empty values go to ``__HIVE_DEFAULT_PARTITION__`` (``PartitionPathEncodeUtils.DEFAULT_PARTITION_PATH``).
+
+    Raises:
+        SchemaMismatchError: a partition field is missing or of an unsupported type.
+        WriteError: a value contains ``/`` (it would silently add a partition level; URL encoding is off).
+
+    Example:
+        >>> partition_paths(pa.table({"r": ["eu", None]}), ["r"], True).to_pylist()
+        ['r=eu', 'r=__HIVE_DEFAULT_PARTITION__']
+    """
+    if not fields:
+        return pa.array([""] * table.num_rows, pa.string()) if table.num_rows else pa.array([], pa.string())
+    parts: list[pa.Array] = []
+    for f in fields:
+        if f not in table.column_names:
+            raise SchemaMismatchError(f"partition field {f!r} is missing from the data")
+        v = _as_strings(table[f], f, "partition")
+        if pc.any(pc.fill_null(pc.match_substring(v, "/"), False)).as_py():
+            raise WriteError(f"partition field {f!r} has values containing '/', which would nest partitions")
+        v = pc.if_else(pc.fill_null(pc.equal(pc.binary_length(v), 0), True), DEFAULT_PARTITION_PATH, v)
+        parts.append(pc.binary_join_element_wise(f"{f}=", v, "") if hive_style else v)
+    return parts[0] if len(parts) == 1 else pc.binary_join_element_wise(*parts, "/")
+
+
+def data_field_names(spec: WriteJobSpec) -> list[str]:
+    """User columns of the writer schema (meta fields excluded), in schema order."""
+    schema = json.loads(spec.avro_schema_json)
+    return [f["name"] for f in schema["fields"] if f["name"] not in META_FIELDS]
+
+
+def check_required_fields(
+    schema: pa.Schema,
+    operation: str,
+    record_key_fields: Sequence[str],
+    partition_fields: Sequence[str],
+    ordering_field: str | None,
+    event_time_field: str | None,
+) -> None:
+    """Check that a batch has the key, partition, ordering and event-time fields the operation needs, usably typed.
+
+    Deletes need only the key and partition fields.
+
+    Raises:
+        SchemaMismatchError: naming the missing or mistyped field.
+    """
+    names = set(schema.names)
+    for f in record_key_fields:
+        if f not in names:
+            raise SchemaMismatchError(f"record key field {f!r} is missing from the data")
+        if not _is_key_type(schema.field(f).type):
+            raise SchemaMismatchError(f"record key field {f!r} has unsupported type {schema.field(f).type}")
+    for f in partition_fields:
+        if f not in names:
+            raise SchemaMismatchError(f"partition field {f!r} is missing from the data")
+        if not _is_key_type(schema.field(f).type):
+            raise SchemaMismatchError(f"partition field {f!r} has unsupported type {schema.field(f).type}")
+    if operation == "delete":
+        return
+    if ordering_field and ordering_field not in names:
+        raise SchemaMismatchError(f"ordering (precombine) field {ordering_field!r} is missing from the data")
+    if event_time_field:
+        if event_time_field not in names:
+            raise SchemaMismatchError(f"event-time field {event_time_field!r} is missing from the data")
+        t = schema.field(event_time_field).type
+        if not (pa.types.is_integer(t) or pa.types.is_timestamp(t) or pa.types.is_date(t)):
+            raise SchemaMismatchError(
+                f"event-time field {event_time_field!r} has type {t}; expected an integer epoch, timestamp or date"
+            )
+
+
+def validate_batch(spec: WriteJobSpec, schema: pa.Schema) -> None:
+    """Check that a batch carries every field the operation needs, with usable types. No data is read.
+
+    Upserts and inserts need the record key, partition, ordering and event-time fields and every column of the writer
+    schema; deletes need only the key and partition fields.
+
+    Raises:
+        SchemaMismatchError: naming the missing or mistyped field.
+    """
+    check_required_fields(
+        schema,
+        spec.operation,
+        spec.record_key_fields,
+        spec.partition_fields,
+        spec.ordering_field,
+        spec.event_time_field,
+    )
+    if spec.operation == "delete":
+        return
+    missing = [n for n in data_field_names(spec) if n not in set(schema.names)]
+    if missing:
+        raise SchemaMismatchError(f"columns {', '.join(map(repr, missing))} of the table schema are missing")
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# prepare_batch
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+def _dedupe_indices(keys: pa.Array, ordering: pa.Array | None) -> pa.Array:
+    """Row indices of the winner per key, in input order: greatest ordering value, ties (and no ordering) → later row.
+
+    ``OverwriteWithLatestAvroPayload.preCombine`` keeps the record with the greater ordering value; Hudi reduces
+    records in arrival order, so among equal values the later one wins. A null ordering value sorts lowest.
+    """
+    n = len(keys)
+    rows = pa.array(np.arange(n, dtype=np.int64))
+    cols: dict[str, pa.Array] = {"k": keys, "r": rows}
+    sort_keys: list[tuple[str, str, str]] = [("k", "ascending", "at_start")]
+    if ordering is not None:
+        cols["o"] = ordering
+        sort_keys.append(("o", "ascending", "at_start"))
+    sort_keys.append(("r", "ascending", "at_start"))
+    t = pa.table(cols)
+    order = pc.sort_indices(t, sort_keys=sort_keys)
+    sorted_keys = keys.take(order)
+    last = np.ones(n, dtype=bool)
+    if n > 1:
+        last[:-1] = pc.not_equal(sorted_keys.slice(0, n - 1), sorted_keys.slice(1)).to_numpy(zero_copy_only=False)
+    winners = order.to_numpy()[last]
+    return pa.array(np.sort(winners))
+
+
+def _empty_deletes(ordering_type: pa.DataType) -> pa.Table:
+    return pa.table(
+        {
+            _KEY: pa.array([], pa.string()),
+            _PART: pa.array([], pa.string()),
+            DELETE_ORDERING_COLUMN: pa.array([], ordering_type),
+            BUCKET_COLUMN: pa.array([], pa.int32()),
+        }
+    )
+
+
+def prepare_batch(
+    spec: WriteJobSpec,
+    data: pa.Table,
+    bucket_count: int,
+    hash_fields: Sequence[str] | str,
+) -> tuple[pa.Table, pa.Table]:
+    """Key, bucket, de-duplicate and split a batch into data records and delete records.
+
+    Args:
+        spec: the job (operation, key/partition/ordering fields, writer schema, instant).
+        data: the user's rows.
+        bucket_count: ``hoodie.bucket.index.num.buckets``.
+        hash_fields: ``hoodie.bucket.index.hash.field``.
+
+    Returns:
+        ``(upserts, deletes)``. ``upserts`` has the five meta columns (commit time, record key and partition path
+        filled; sequence number and file name left null for the task), the writer schema's user columns and
+        ``_evt_bucket``. ``deletes`` has ``_hoodie_record_key``, ``_hoodie_partition_path``, ``ordering_value`` and
+        ``_evt_bucket``. For ``delete`` the ordering value is the row's ordering field when the data has it, else
+        ``0`` as an int (Hudi's "natural order" delete, as ``EmptyHoodieRecordPayload`` and SQL ``DELETE`` write).
+        ``_hoodie_is_deleted=true`` rows of an upsert stay data records, as in Hudi.
+
+    Raises:
+        SchemaMismatchError: a needed field is missing or mistyped.
+        WriteError: null/empty record keys.
+
+    Example:
+        >>> spec = WriteJobSpec("/t", "20250101000000000", "upsert",
+        ...     '{"type":"record","name":"r","fields":[{"name":"id","type":"long"},{"name":"ts","type":"long"}]}',
+        ...     ("id",), (), "ts", None, "ms", False, 1 << 30, "t")
+        >>> up, de = prepare_batch(spec, pa.table({"id": [1, 1], "ts": [5, 3]}), 4, ["id"])
+        >>> up["ts"].to_pylist(), de.num_rows
+        ([5], 0)
+    """
+    validate_batch(spec, data.schema)
+    if data.num_rows:
+        data = data.combine_chunks()
+    keys = record_keys(data, spec.record_key_fields)
+    partitions = partition_paths(data, spec.partition_fields, spec.hive_style_partitioning)
+    has_ordering = bool(spec.ordering_field) and spec.ordering_field in data.column_names
+    ordering = data[spec.ordering_field].combine_chunks() if has_ordering and spec.ordering_field else None
+    if ordering is not None and pa.types.is_dictionary(ordering.type):
+        ordering = ordering.dictionary_decode()
+    keep = _dedupe_indices(keys, ordering)
+    keys, partitions = keys.take(keep), partitions.take(keep)
+    buckets = pa.array(bucket_ids(keys, hash_fields, bucket_count), pa.int32())
+    n = len(keys)
+
+    if spec.operation == "delete":
+        if ordering is not None:
+            ordering_values: pa.Array = ordering.take(keep)
+        else:
+            ordering_values = pa.array(np.zeros(n, dtype=np.int32))
+        deletes = pa.table(
+            {_KEY: keys, _PART: partitions, DELETE_ORDERING_COLUMN: ordering_values, BUCKET_COLUMN: buckets}
+        )
+        return _empty_upserts(spec), deletes
+
+    rows = data.take(keep)
+    nulls = pa.nulls(n, pa.string())
+    columns: dict[str, pa.Array | pa.ChunkedArray] = {
+        _COMMIT_TIME: pa.array([spec.instant] * n, pa.string()) if n else pa.array([], pa.string()),
+        _SEQNO: nulls,
+        _KEY: keys,
+        _PART: partitions,
+        _FILE_NAME: nulls,
+    }
+    for name in data_field_names(spec):
+        columns[name] = rows[name]
+    columns[BUCKET_COLUMN] = buckets
+    ordering_type = ordering.type if ordering is not None else pa.int32()
+    return pa.table(columns), _empty_deletes(ordering_type)
+
+
+def _empty_upserts(spec: WriteJobSpec) -> pa.Table:
+    from evt_toolkit.format.avro_arrow import avro_to_arrow_schema
+
+    schema = avro_to_arrow_schema(spec.avro_schema_json)
+    fields = [f for f in schema if f.name not in META_FIELDS]
+    meta = [pa.field(n, pa.string()) for n in META_FIELDS]
+    return pa.schema([*meta, *fields, pa.field(BUCKET_COLUMN, pa.int32())]).empty_table()
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# write_file_group
+# ---------------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Unit:
+    """Blocks written by one ``appendBlocks`` call (the rollover check runs after each)."""
+
+    blocks: tuple[bytes, ...]
+    records: int
+    deletes: int
+    min_event_time: int | None
+    max_event_time: int | None
+
+
+@dataclass(slots=True)
+class _LogFileOut:
+    version: int
+    chunks: list[bytes]
+    records: int = 0
+    deletes: int = 0
+    min_event_time: int | None = None
+    max_event_time: int | None = None
+
+    @property
+    def size(self) -> int:
+        return sum(len(c) for c in self.chunks)
+
+
+def _min(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else min(a, b)
+
+
+def _max(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else max(a, b)
+
+
+def _partition_depth(spec: WriteJobSpec) -> int:
+    return len(spec.partition_fields)
+
+
+def ensure_partition_metafile(storage: TableStorage, partition_path: str, instant: str, depth: int) -> None:
+    """Write ``<partition>/.hoodie_partition_metadata`` unless present (``HoodiePartitionMetadata.trySave``).
+
+    Written atomically (temp file + rename, like Java's ``_<taskId>`` temp name); a concurrent task that wins the race
+    is fine, as both write the same facts.
+    """
+    rel = posixpath.join(partition_path, PARTITION_METAFILE) if partition_path else PARTITION_METAFILE
+    if storage.exists(rel):
+        return
+    text = dump_properties({"commitTime": instant, "partitionDepth": str(depth)}, header_comment="partition metadata")
+    try:
+        storage.write_bytes_atomic(rel, text.encode("latin-1"))
+    except StorageError:
+        if not storage.exists(rel):
+            raise
+
+
+def marker_path(instant: str, partition_path: str, file_id: str, write_token: str, base_instant: str) -> str:
+    """DIRECT marker of an append: ``.hoodie/.temp/<instant>/<partition>/<phony base name>.marker.APPEND``.
+
+    ``HoodieAppendHandle`` names the marker after a base file that does not exist, carrying the slice's base instant,
+    so that ``MarkerBasedRollbackStrategy`` can find the log files of a failed write.
+
+    Example:
+        >>> marker_path("2", "p=a", "f-0", "0-0-0", "1")
+        '.hoodie/.temp/2/p=a/f-0_0-0-0_1.parquet.marker.APPEND'
+    """
+    phony = BaseFileName(file_id, write_token, base_instant, ".parquet").name
+    folder = posixpath.join(".hoodie/.temp", instant, partition_path) if partition_path else f".hoodie/.temp/{instant}"
+    return posixpath.join(folder, f"{phony}.marker.APPEND")
+
+
+def _event_bounds(table: pa.Table, spec: WriteJobSpec) -> tuple[int | None, int | None]:
+    field = spec.event_time_field
+    if not field or field not in table.column_names or table.num_rows == 0:
+        return None, None
+    unit: EpochUnit = spec.event_time_unit  # type: ignore[assignment]
+    st = event_time_stats(table[field], unit, field=field)
+    return st.min_ms, st.max_ms
+
+
+def _rows_per_block(records: pa.Table, schema: dict[str, Any], spec: WriteJobSpec) -> int:
+    """Records per data block so a block stays near ``hoodie.logfile.data.block.max.size``.
+
+    Like ``HoodieAppendHandle``, the average record size is estimated from a sample. The block target is also capped
+    by ``hoodie.logfile.max.size`` so that a small log-size limit can take effect between blocks.
+    """
+    n = records.num_rows
+    limit = max(1, min(spec.max_data_block_size, spec.max_log_file_size))
+    sample = records.slice(0, min(n, _SIZE_SAMPLE_ROWS))
+    sample_bytes = len(encode_avro_records(sample, schema)) - 8
+    avg = max(1.0, sample_bytes / max(1, sample.num_rows))
+    return max(1, int(limit // avg))
+
+
+def _data_units(records: pa.Table, spec: WriteJobSpec) -> list[_Unit]:
+    schema = json.loads(spec.avro_schema_json)
+    n = records.num_rows
+    if n == 0:
+        return []
+    per_block = _rows_per_block(records, schema, spec)
+    units: list[_Unit] = []
+    for start in range(0, n, per_block):
+        chunk = records.slice(start, per_block)
+        lo, hi = _event_bounds(chunk, spec)
+        header_min = lo if spec.min_event_time_header else None
+        block = encode_avro_data_block(chunk, spec.avro_schema_json, spec.instant, min_event_time=header_min)
+        units.append(_Unit((block,), chunk.num_rows, 0, lo, hi))
+    return units
+
+
+def _delete_block(deletes: pa.Table, spec: WriteJobSpec) -> bytes:
+    keys = deletes[_KEY].combine_chunks().to_pylist()
+    parts = deletes[_PART].combine_chunks().to_pylist()
+    ordering = deletes[DELETE_ORDERING_COLUMN].combine_chunks()
+    ordering_type = None if pa.types.is_null(ordering.type) else ordering.type
+    return encode_delete_block(
+        list(zip(keys, parts, strict=True)),
+        ordering.to_pylist(),
+        spec.instant,
+        spec.avro_schema_json,
+        ordering_type=ordering_type,
+    )
+
+
+def _fill_meta(upserts: pa.Table, spec: WriteJobSpec, fg: FileGroupWrite, task_partition_id: int) -> pa.Table:
+    """Sequence numbers and file names, as ``HoodieAppendHandle.populateMetadataFields`` sets them in the task."""
+    n = upserts.num_rows
+    if BUCKET_COLUMN in upserts.column_names:
+        upserts = upserts.drop_columns([BUCKET_COLUMN])
+    seqnos = pc.binary_join_element_wise(
+        f"{spec.instant}_{task_partition_id}_", pc.cast(pa.array(np.arange(n, dtype=np.int64)), pa.string()), ""
+    )
+    names = [*META_FIELDS, *data_field_names(spec)]
+    columns: list[pa.Array | pa.ChunkedArray] = []
+    for name in names:
+        if name == _SEQNO:
+            columns.append(seqnos)
+        elif name == _FILE_NAME:
+            # Log records carry the file id only (the append handle calls setFileName(fileId)).
+            columns.append(pa.array([fg.file_id] * n, pa.string()) if n else pa.array([], pa.string()))
+        elif name == _COMMIT_TIME:
+            columns.append(pa.array([spec.instant] * n, pa.string()) if n else pa.array([], pa.string()))
+        else:
+            if name not in upserts.column_names:
+                raise SchemaMismatchError(f"column {name!r} of the writer schema is missing from the records")
+            columns.append(upserts[name])
+    return pa.Table.from_arrays(columns, names=names)
+
+
+def _write_stat(
+    spec: WriteJobSpec,
+    fg: FileGroupWrite,
+    out: _LogFileOut,
+    name: str,
+    elapsed_ms: int,
+) -> dict[str, Any]:
+    """One ``HoodieDeltaWriteStat`` in Jackson's field order (``HoodieWriteStat`` then ``HoodieDeltaWriteStat``)."""
+    path = posixpath.join(fg.partition_path, name) if fg.partition_path else name
+    size = out.size
+    new_group = fg.is_new_file_group
+    return {
+        "fileId": fg.file_id,
+        "path": path,
+        "cdcStats": None,
+        "prevCommit": fg.prev_commit,
+        "numWrites": out.records,
+        "numDeletes": out.deletes,
+        # The bucket index tags every record of an existing bucket with its location, so all of them are updates;
+        # a new bucket's records are inserts.
+        "numUpdateWrites": 0 if new_group else out.records,
+        "numInserts": out.records if new_group else 0,
+        "totalWriteBytes": size,
+        "totalWriteErrors": 0,
+        "tempPath": None,
+        "partitionPath": fg.partition_path,
+        "totalLogRecords": 0,
+        "totalLogFilesCompacted": 0,
+        "totalLogSizeCompacted": 0,
+        "totalUpdatedRecordsCompacted": 0,
+        "totalLogBlocks": 0,
+        "totalCorruptLogBlock": 0,
+        "totalRollbackBlocks": 0,
+        "fileSizeInBytes": size,
+        "minEventTime": out.min_event_time,
+        "maxEventTime": out.max_event_time,
+        "runtimeStats": {"totalScanTime": 0, "totalUpsertTime": elapsed_ms, "totalCreateTime": 0},
+        "logVersion": out.version,
+        # Every deltacommit starts a new file (no append on local/object stores), so its first block is at 0.
+        "logOffset": 0,
+        "baseFile": fg.base_file or "",
+        "logFiles": [*fg.existing_log_files, name],
+        "recordsStats": {"val": None},
+    }
+
+
+def write_file_group(
+    spec: WriteJobSpec,
+    fg: FileGroupWrite,
+    upserts: pa.Table,
+    deletes: pa.Table,
+    task_partition_id: int,
+    stage_id: int = 0,
+    attempt_id: int = 0,
+) -> list[dict[str, Any]]:
+    """Write one file group's new log file(s) for a deltacommit and return their write stats.
+
+    Writes, in order: the partition metafile if the partition is new, a DIRECT ``APPEND`` marker, then the log files
+    ``.{file_id}_{base_instant}.log.{v}_{token}`` (never appending to an existing file). Data records go into Avro
+    data blocks of about ``max_data_block_size`` (with the ``MIN_EVENT_TIME`` header when the table opted in), the
+    deletes into one delete block after them; after each append the file rolls over to version + 1 once it exceeds
+    ``max_log_file_size`` (``HoodieLogFormatWriter.rolloverIfNeeded``).
+
+    Args:
+        spec: the job.
+        fg: the file group write from the plan.
+        upserts: de-duplicated data rows with the meta columns (see :func:`prepare_batch`).
+        deletes: delete rows (``_hoodie_record_key``, ``_hoodie_partition_path``, ``ordering_value``).
+        task_partition_id: Spark task partition id (write token and sequence numbers).
+        stage_id: Spark stage id (write token).
+        attempt_id: Spark task attempt id (write token).
+
+    Returns:
+        One ``HoodieDeltaWriteStat`` dict per log file written, in Hudi's JSON key order.
+
+    Raises:
+        WriteError: a log file to be written already exists (named), or encoding failed.
+
+    Example:
+        >>> write_file_group(spec, fg, upserts, deletes, task_partition_id=0)  # doctest: +SKIP
+        [{'fileId': '00000001-...-0', 'path': 'region=eu/.00000001-..._20250101000000000.log.1_0-0-0', ...}]
+    """
+    started = time.monotonic()
+    storage = TableStorage.from_uri(spec.table_uri)
+    token = new_write_token(task_partition_id, stage_id, attempt_id)
+    try:
+        records = _fill_meta(upserts, spec, fg, task_partition_id)
+        units = _data_units(records, spec)
+        if deletes.num_rows:
+            delete_block = _delete_block(deletes, spec)
+            if units:
+                last = units[-1]
+                units[-1] = _Unit(
+                    (*last.blocks, delete_block),
+                    last.records,
+                    deletes.num_rows,
+                    last.min_event_time,
+                    last.max_event_time,
+                )
+            else:
+                units.append(_Unit((delete_block,), 0, deletes.num_rows, None, None))
+    except EvtError as exc:
+        if isinstance(exc, WriteError):
+            raise
+        raise WriteError(f"instant {spec.instant}: cannot encode records for file group {fg.file_id}: {exc}") from exc
+    if not units:
+        return []
+
+    files: list[_LogFileOut] = [_LogFileOut(fg.log_version, [])]
+    for i, unit in enumerate(units):
+        cur = files[-1]
+        cur.chunks.extend(unit.blocks)
+        cur.records += unit.records
+        cur.deletes += unit.deletes
+        cur.min_event_time = _min(cur.min_event_time, unit.min_event_time)
+        cur.max_event_time = _max(cur.max_event_time, unit.max_event_time)
+        if cur.size > spec.max_log_file_size and i + 1 < len(units):
+            files.append(_LogFileOut(cur.version + 1, []))
+
+    names = [LogFileName(fg.file_id, fg.base_instant, "log", f.version, token).name for f in files]
+    rels = [posixpath.join(fg.partition_path, n) if fg.partition_path else n for n in names]
+    for rel in rels:
+        if storage.exists(rel):
+            raise WriteError(
+                f"instant {spec.instant}: log file {storage.full_path(rel)} already exists; not overwriting"
+            )
+
+    ensure_partition_metafile(storage, fg.partition_path, spec.instant, _partition_depth(spec))
+    storage.write_bytes_atomic(
+        marker_path(spec.instant, fg.partition_path, fg.file_id, token, fg.base_instant), b"", overwrite=True
+    )
+    stats: list[dict[str, Any]] = []
+    for out, name, rel in zip(files, names, rels, strict=True):
+        try:
+            storage.write_bytes_atomic(rel, b"".join(out.chunks))
+        except StorageError as exc:
+            raise WriteError(f"instant {spec.instant}: cannot write log file {storage.full_path(rel)}: {exc}") from exc
+        elapsed = int((time.monotonic() - started) * 1000)
+        stats.append(_write_stat(spec, fg, out, name, elapsed))
+    return stats

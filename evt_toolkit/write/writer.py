@@ -1,0 +1,436 @@
+"""The write driver: one deltacommit per call, as Hudi's ``BaseHoodieWriteClient.upsert/insert/delete`` on MOR.
+
+Steps (``HoodieActiveTimeline`` layout 1, every file written atomically and never rewritten):
+
+1. validate the table (MOR, version 6, bucket index) and the batch; refuse while a clustering is pending;
+2. allocate an instant strictly greater than every instant on the timeline;
+3. key, de-duplicate and bucket the batch; plan one task per file group;
+4. ``T.deltacommit.requested`` (empty), then ``T.deltacommit.inflight`` (the workload profile);
+5. run the tasks (locally, or through an ``executor`` such as a Spark job);
+6. ``T.deltacommit`` with the write stats, then drop the instant's marker folder.
+
+If a task fails the instant stays requested/inflight: readers skip blocks of instants that never completed and file
+groups created by them, so the table reads exactly as before; Hudi's rollback can find the files through the markers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import posixpath
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from evt_toolkit.errors import (
+    EvtError,
+    PendingTableServiceError,
+    SchemaMismatchError,
+    UnsupportedTableError,
+    WriteError,
+)
+from evt_toolkit.format.log_writer import META_FIELDS, arrow_to_avro_schema, avro_schema_json, with_meta_fields
+from evt_toolkit.format.metadata import encode_commit_metadata_json
+from evt_toolkit.format.names import COMPLETED, INFLIGHT, REQUESTED, InstantFileName
+from evt_toolkit.read.schema import latest_avro_schema
+from evt_toolkit.write.instants import new_instant_time
+from evt_toolkit.write.plan import (
+    DEFAULT_MAX_DATA_BLOCK_SIZE,
+    DEFAULT_MAX_LOG_FILE_SIZE,
+    OPERATIONS,
+    ExistingSlice,
+    FileGroupWrite,
+    PendingCompactionReservation,
+    WriteJobSpec,
+    plan_file_group_writes,
+    reserved_link_versions,
+)
+from evt_toolkit.write.task import BUCKET_COLUMN, check_required_fields, prepare_batch, write_file_group
+
+if TYPE_CHECKING:
+    from evt_toolkit.table.table import HudiTable
+
+__all__ = ["Executor", "TaskInput", "local_executor", "write"]
+
+TaskInput = tuple[FileGroupWrite, pa.Table, pa.Table]
+#: ``executor(spec, tasks) -> stats per task``: runs :func:`write_file_group` for every task (e.g. as a Spark job).
+Executor = Callable[[WriteJobSpec, list[TaskInput]], list[list[dict[str, Any]]]]
+
+DELTA_COMMIT = "deltacommit"
+#: Key generators whose keys and partition paths :mod:`evt_toolkit.write.task` reproduces.
+_SUPPORTED_KEY_GENERATORS = frozenset({"SimpleKeyGenerator", "ComplexKeyGenerator", "NonpartitionedKeyGenerator"})
+_MAX_LOG_FILE_SIZE_KEY = "hoodie.logfile.max.size"
+_MAX_DATA_BLOCK_SIZE_KEY = "hoodie.logfile.data.block.max.size"
+
+
+def local_executor(spec: WriteJobSpec, tasks: list[TaskInput]) -> list[list[dict[str, Any]]]:
+    """Run every task in this process, one after the other (task partition id = position)."""
+    return [write_file_group(spec, fg, up, de, task_partition_id=i) for i, (fg, up, de) in enumerate(tasks)]
+
+
+# -- input ------------------------------------------------------------------------------------------------------------
+
+
+def _to_arrow(data: Any) -> pa.Table:
+    if isinstance(data, pa.Table):
+        return data
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data])
+    module = type(data).__module__
+    if module.startswith("pyspark"):
+        to_arrow = getattr(data, "toArrow", None)
+        if to_arrow is not None:
+            return cast(pa.Table, to_arrow())
+        return pa.Table.from_pandas(data.toPandas(), preserve_index=False)
+    if module.startswith("pandas"):
+        return pa.Table.from_pandas(data, preserve_index=False)
+    raise WriteError(f"cannot write a {type(data).__name__}; pass a pyarrow Table, a pandas or a Spark DataFrame")
+
+
+def _check_writable(table: HudiTable) -> None:
+    cfg = table.config
+    where = table.storage.uri
+    if cfg.table_type != "MERGE_ON_READ":
+        raise UnsupportedTableError(f"{where}: only MERGE_ON_READ tables can be written, not {cfg.table_type}")
+    if cfg.version != 6 or cfg.timeline_layout != 1:
+        raise UnsupportedTableError(
+            f"{where}: only table version 6 (timeline layout 1) can be written, this table is version {cfg.version}"
+        )
+    if not cfg.populate_meta_fields:
+        raise UnsupportedTableError(f"{where}: tables without meta fields (hoodie.populate.meta.fields=false)")
+    if not cfg.record_key_fields:
+        raise UnsupportedTableError(f"{where}: hoodie.table.recordkey.fields is not set")
+    if "hoodie.bucket.index.num.buckets" not in cfg.properties:
+        raise UnsupportedTableError(
+            f"{where}: not a bucket-index table (hoodie.bucket.index.num.buckets missing); create it with "
+            "HudiTable.create"
+        )
+    keygen = (cfg.key_generator or "").rsplit(".", 1)[-1]
+    if keygen and keygen not in _SUPPORTED_KEY_GENERATORS:
+        raise UnsupportedTableError(f"{where}: key generator {cfg.key_generator} is not supported for writes")
+
+
+def _int_option(options: Mapping[str, str], props: Mapping[str, str], key: str, default: int) -> int:
+    raw = options.get(key, props.get(key))
+    if raw is None:
+        return default
+    try:
+        value = int(str(raw).strip())
+    except ValueError:
+        raise WriteError(f"{key}={raw!r} is not an integer") from None
+    if value <= 0:
+        raise WriteError(f"{key} must be positive, got {value}")
+    return value
+
+
+def _strip_null(avro_type: Any) -> Any:
+    if isinstance(avro_type, list):
+        branches = [b for b in avro_type if b != "null"]
+        return branches[0] if len(branches) == 1 else branches
+    return avro_type
+
+
+def _writer_schema(table: HudiTable, batch: pa.Schema, operation: str) -> dict[str, Any]:
+    """The writer schema (no meta fields): the table's latest schema, or the batch's on the first write.
+
+    Schema evolution is not supported: an upsert must carry exactly the table's columns, with the same Avro types
+    (nullability aside).
+    """
+    cfg = table.config
+    user = pa.schema([f for f in batch if f.name not in META_FIELDS and f.name != BUCKET_COLUMN])
+    derived = arrow_to_avro_schema(user, f"{_avro_name(cfg.name)}_record", f"hoodie.{_avro_name(cfg.name)}")
+    existing = latest_avro_schema(cfg, table.timeline)
+    if existing is None:
+        return derived
+    if operation == "delete":
+        return existing
+    have = {f["name"]: _strip_null(f["type"]) for f in derived["fields"]}
+    want = {f["name"]: _strip_null(f["type"]) for f in existing["fields"] if f["name"] not in META_FIELDS}
+    missing = [n for n in want if n not in have]
+    if missing:
+        raise SchemaMismatchError(f"columns {', '.join(map(repr, missing))} of the table schema are missing")
+    extra = [n for n in have if n not in want]
+    if extra:
+        raise SchemaMismatchError(
+            f"columns {', '.join(map(repr, extra))} are not in the table schema (schema evolution is not supported)"
+        )
+    for name, avro_type in want.items():
+        if _type_key(have[name]) != _type_key(avro_type):
+            raise SchemaMismatchError(
+                f"column {name!r} has Avro type {json.dumps(have[name])}, the table has {json.dumps(avro_type)}"
+            )
+    return existing
+
+
+def _type_key(avro_type: Any) -> str:
+    """Compare Avro types by structure, ignoring names and namespaces of nested records (Spark derives those)."""
+
+    def strip(t: Any) -> Any:
+        if isinstance(t, dict):
+            return {k: strip(v) for k, v in t.items() if k not in ("name", "namespace", "doc", "default")}
+        if isinstance(t, list):
+            return [strip(x) for x in t]
+        return t
+
+    return json.dumps(strip(avro_type), sort_keys=True)
+
+
+def _avro_name(table_name: str) -> str:
+    """A valid Avro name for the table (``AvroSchemaUtils`` sanitizes the same way: invalid characters → ``_``)."""
+    out = "".join(c if c.isascii() and (c.isalnum() or c == "_") else "_" for c in table_name)
+    return out if out and not out[0].isdigit() else f"_{out}"
+
+
+# -- planning ---------------------------------------------------------------------------------------------------------
+
+
+def _existing_slices(table: HudiTable) -> list[ExistingSlice]:
+    return [
+        ExistingSlice(
+            s.partition_path,
+            s.file_id,
+            s.base_instant,
+            s.base_file.name if s.base_file is not None else None,
+            tuple(lf.name for lf in s.log_files),
+        )
+        for s in table.view.latest_file_slices()
+    ]
+
+
+def _pending_reservations(table: HudiTable) -> list[PendingCompactionReservation]:
+    out: list[PendingCompactionReservation] = []
+    for inst in table.timeline.pending_compactions():
+        plan = table.timeline.compaction_plan(inst)
+        for op in plan.get("operations") or []:
+            out.append(
+                PendingCompactionReservation(
+                    op.get("partitionPath") or "", op["fileId"], inst.time, reserved_link_versions(op, inst.time)
+                )
+            )
+    return out
+
+
+def _group_keys(partitions: pa.Array | pa.ChunkedArray, buckets: pa.Array | pa.ChunkedArray) -> pa.Array:
+    return pc.binary_join_element_wise(
+        pc.cast(partitions, pa.string()), pc.cast(pc.cast(buckets, pa.int64()), pa.string()), "\x00"
+    )
+
+
+def _split_by_group(rows: pa.Table, group_of_key: pa.Array, n_groups: int) -> list[pa.Table]:
+    """Split rows into one table per file group (vectorized: one sort, then contiguous slices)."""
+    if rows.num_rows == 0:
+        return [rows.slice(0, 0)] * n_groups
+    idx = pc.index_in(_group_keys(rows["_hoodie_partition_path"], rows[BUCKET_COLUMN]), value_set=group_of_key)
+    group = pc.fill_null(idx, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    order = np.argsort(group, kind="stable")
+    sorted_rows = rows.take(pa.array(order))
+    bounds = np.searchsorted(group[order], np.arange(n_groups + 1))
+    return [sorted_rows.slice(int(bounds[i]), int(bounds[i + 1] - bounds[i])) for i in range(n_groups)]
+
+
+def _pairs(rows: pa.Table) -> set[tuple[str, int]]:
+    if rows.num_rows == 0:
+        return set()
+    t = pa.table({"p": rows["_hoodie_partition_path"], "b": rows[BUCKET_COLUMN]}).group_by(["p", "b"]).aggregate([])
+    return set(zip(t["p"].to_pylist(), t["b"].to_pylist(), strict=True))
+
+
+# -- timeline ---------------------------------------------------------------------------------------------------------
+
+
+def _profile_stat(file_id: str, prev_commit: str, updates: int, inserts: int) -> dict[str, Any]:
+    """A ``HoodieWriteStat`` of the inflight workload profile (``BaseCommitActionExecutor.saveWorkloadProfile...``)."""
+    return {
+        "fileId": file_id,
+        "path": None,
+        "cdcStats": None,
+        "prevCommit": prev_commit,
+        "numWrites": 0,
+        "numDeletes": 0,
+        "numUpdateWrites": updates,
+        "numInserts": inserts,
+        "totalWriteBytes": 0,
+        "totalWriteErrors": 0,
+        "tempPath": None,
+        "partitionPath": None,
+        "totalLogRecords": 0,
+        "totalLogFilesCompacted": 0,
+        "totalLogSizeCompacted": 0,
+        "totalUpdatedRecordsCompacted": 0,
+        "totalLogBlocks": 0,
+        "totalCorruptLogBlock": 0,
+        "totalRollbackBlocks": 0,
+        "fileSizeInBytes": 0,
+        "minEventTime": None,
+        "maxEventTime": None,
+        "runtimeStats": None,
+    }
+
+
+def _workload_profile(tasks: list[TaskInput], operation_type: str) -> dict[str, Any]:
+    by_partition: dict[str, list[dict[str, Any]]] = {}
+    inserts: dict[str, int] = {}
+    for fg, up, de in tasks:
+        stats = by_partition.setdefault(fg.partition_path, [])
+        if fg.is_new_file_group:
+            # Records of new buckets are untagged inserts; Hudi profiles them per partition under fileId "".
+            inserts[fg.partition_path] = inserts.get(fg.partition_path, 0) + up.num_rows
+        else:
+            stats.append(_profile_stat(fg.file_id, fg.prev_commit, up.num_rows + de.num_rows, 0))
+    for partition, count in inserts.items():
+        by_partition[partition].insert(0, _profile_stat("", "null", 0, count))
+    return {
+        "partitionToWriteStats": {p: by_partition[p] for p in sorted(by_partition)},
+        "compacted": False,
+        "extraMetadata": {},
+        "operationType": operation_type,
+    }
+
+
+def _instant_file(table: HudiTable, instant: str, state: str) -> str:
+    return posixpath.join(table.config.timeline_path, InstantFileName(instant, DELTA_COMMIT, state).name)
+
+
+# -- the driver -------------------------------------------------------------------------------------------------------
+
+
+def write(
+    table: HudiTable,
+    data: Any,
+    operation: str = "upsert",
+    spark: Any = None,
+    *,
+    executor: Executor | None = None,
+    options: Mapping[str, str] | None = None,
+) -> str:
+    """Write one batch as a deltacommit of a table created by :func:`evt_toolkit.write.create.create_table`.
+
+    Args:
+        table: the table (MERGE_ON_READ, version 6, bucket index).
+        data: a ``pyarrow.Table``, a pandas DataFrame or a Spark DataFrame (collected to Arrow on the driver).
+        operation: ``upsert``, ``insert`` (same path: the bucket index routes inserts like upserts) or ``delete``
+            (rows need only the record key and partition fields; an ordering field value, if present, is written as
+            the delete's ordering value).
+        spark: the Spark session; only used to collect a Spark DataFrame. Pass ``executor`` to run the tasks on Spark.
+        executor: runs the file-group tasks: ``executor(spec, [(FileGroupWrite, upserts, deletes), ...])`` returns
+            each task's write stats. Defaults to a local loop.
+        options: write configs by Hudi key: ``hoodie.logfile.max.size``, ``hoodie.logfile.data.block.max.size``
+            (otherwise read from ``hoodie.properties``, else Hudi's defaults).
+
+    Returns:
+        The completed instant.
+
+    Raises:
+        SchemaMismatchError: a required field is missing or mistyped, or the columns differ from the table schema.
+        WriteError: null record keys, bad options, or a task failed (the instant is left inflight, named).
+        UnsupportedTableError: not a v6 MOR bucket-index table.
+        PendingTableServiceError: a clustering is pending.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> t = HudiTable.create("/tmp/t", "t", "id", ordering_field="ts")  # doctest: +SKIP
+        >>> write(t, pa.table({"id": [1, 2], "ts": [10, 20]}))  # doctest: +SKIP
+        '20250101000000000'
+    """
+    del spark  # Spark DataFrames carry their session; tasks run through `executor`.
+    op = operation.strip().lower() if isinstance(operation, str) else ""
+    if op not in OPERATIONS:
+        raise WriteError(f"unknown write operation {operation!r}; expected one of {', '.join(OPERATIONS)}")
+    opts = dict(options or {})
+    table.refresh()
+    _check_writable(table)
+    cfg = table.config
+    props = cfg.properties
+    timeline = table.timeline
+    clustering = timeline.pending_clustering()
+    if clustering:
+        raise PendingTableServiceError(
+            f"{table.storage.uri}: clustering {', '.join(i.time for i in clustering)} is pending; writes wait for it"
+        )
+
+    batch = _to_arrow(data)
+    check_required_fields(
+        batch.schema, op, cfg.record_key_fields, cfg.partition_fields, cfg.ordering_field, cfg.event_time_field
+    )
+    writer_schema = _writer_schema(table, batch.schema, op)
+    # A delete on a table without a schema yet derives one from its key columns only: keep it out of the commit so
+    # that it never becomes the table schema.
+    first_delete = op == "delete" and latest_avro_schema(cfg, timeline) is None
+    schema_text = "" if first_delete else avro_schema_json(writer_schema)
+    instant = new_instant_time([i.time for i in timeline], cfg.timezone)
+    spec = WriteJobSpec(
+        table_uri=table.storage.uri,
+        instant=instant,
+        operation=op,
+        avro_schema_json=avro_schema_json(with_meta_fields(writer_schema)),
+        record_key_fields=cfg.record_key_fields,
+        partition_fields=cfg.partition_fields,
+        ordering_field=cfg.ordering_field,
+        event_time_field=cfg.event_time_field,
+        event_time_unit=table.config.event_time_unit,
+        min_event_time_header=cfg.min_event_time_header,
+        max_log_file_size=_int_option(opts, props, _MAX_LOG_FILE_SIZE_KEY, DEFAULT_MAX_LOG_FILE_SIZE),
+        table_name=cfg.name,
+        hive_style_partitioning=cfg.hive_style_partitioning,
+        max_data_block_size=_int_option(opts, props, _MAX_DATA_BLOCK_SIZE_KEY, DEFAULT_MAX_DATA_BLOCK_SIZE),
+    )
+    num_buckets = int(props["hoodie.bucket.index.num.buckets"])
+    hash_fields = (props.get("hoodie.bucket.index.hash.field") or "").strip() or ",".join(cfg.record_key_fields)
+    upserts, deletes = prepare_batch(spec, batch, num_buckets, hash_fields)
+
+    fgs = plan_file_group_writes(
+        instant, _pairs(upserts) | _pairs(deletes), _existing_slices(table), _pending_reservations(table)
+    )
+    group_keys = _group_keys(
+        pa.array([fg.partition_path for fg in fgs], pa.string()), pa.array([fg.bucket for fg in fgs], pa.int64())
+    )
+    up_parts = _split_by_group(upserts, group_keys, len(fgs))
+    de_parts = _split_by_group(deletes, group_keys, len(fgs))
+    tasks: list[TaskInput] = []
+    for fg, up, de in zip(fgs, up_parts, de_parts, strict=True):
+        if fg.is_new_file_group:
+            # The bucket index finds no location for these keys: deletes of keys that were never written are
+            # dropped (HoodieDeleteHelper keeps only records whose location is known).
+            if up.num_rows == 0:
+                continue
+            de = de.slice(0, 0)
+        tasks.append((fg, up, de))
+
+    operation_type = op.upper()
+    storage = table.storage
+    storage.write_bytes_atomic(_instant_file(table, instant, REQUESTED), b"")
+    storage.write_bytes_atomic(
+        _instant_file(table, instant, INFLIGHT), encode_commit_metadata_json(_workload_profile(tasks, operation_type))
+    )
+    run = executor or local_executor
+    try:
+        results = run(spec, tasks)
+    except Exception as exc:
+        table.refresh()
+        raise WriteError(
+            f"deltacommit {instant} failed and was left inflight (readers ignore it; roll it back or write again): "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
+    if len(results) != len(tasks):
+        table.refresh()
+        raise WriteError(f"deltacommit {instant}: the executor returned {len(results)} results for {len(tasks)} tasks")
+
+    partition_stats: dict[str, list[dict[str, Any]]] = {}
+    for stats in results:
+        for st in stats:
+            partition_stats.setdefault(st["partitionPath"], []).append(st)
+    metadata = {
+        "partitionToWriteStats": {p: partition_stats[p] for p in sorted(partition_stats)},
+        "compacted": False,
+        "extraMetadata": {"schema": schema_text} if schema_text else {},
+        "operationType": operation_type,
+    }
+    storage.write_bytes_atomic(_instant_file(table, instant, COMPLETED), encode_commit_metadata_json(metadata))
+    # Hudi deletes the instant's marker folder once the commit is complete (WriteMarkers.quietDeleteMarkerDir).
+    with contextlib.suppress(OSError, EvtError):
+        storage.fs.delete_dir(storage.full_path(posixpath.join(".hoodie/.temp", instant)))
+    table.refresh()
+    return instant
