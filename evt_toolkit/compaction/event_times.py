@@ -1,0 +1,271 @@
+"""Per-log-file event-time facts of a table's latest file slices — the one module of this package doing I/O.
+
+:func:`slice_infos` turns a :class:`~evt_toolkit.table.table.HudiTable` into the
+:class:`~evt_toolkit.compaction.model.SliceInfo` records the pure decision layer works on. Block facts come from
+``table.inspect.log_blocks`` (design §2.2: ``MIN_EVENT_TIME`` header → ``minEventTime`` write stat → scan of the
+event-time column), so there is one implementation of that precedence. They are cached per log file
+(table, path, size, field, unit) in a module-level LRU: a log file only grows, and a grown file has a new size, so a
+scan happens once per file state. Whether a block is committed is *not* cached — it is re-read from the current
+timeline on every call, because a deltacommit completing does not change the file.
+
+Example:
+    >>> import evt_toolkit as evt
+    >>> t = evt.HudiTable.open("/data/trips")  # doctest: +SKIP
+    >>> [lf.min_event_time for s in slice_infos(t, "ts") for lf in s.log_files]  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from evt_toolkit.compaction.model import LogFileInfo, SliceInfo
+from evt_toolkit.errors import EvtError
+
+if TYPE_CHECKING:
+    from evt_toolkit.eventtime import EpochUnit
+    from evt_toolkit.table.fs_view import FileSlice, LogFile
+    from evt_toolkit.table.table import HudiTable
+    from evt_toolkit.table.timeline import Timeline
+
+__all__ = ["BlockFacts", "clear_cache", "max_ingested_event_time", "slice_infos"]
+
+# Block types that carry records for the merged view; CDC blocks are change logs, not slice data.
+_DATA_BLOCKS = frozenset({"AVRO_DATA", "PARQUET_DATA", "HFILE_DATA"})
+_WRITE_BLOCKS = _DATA_BLOCKS | {"DELETE"}
+_CACHE_LIMIT = 200_000
+#: Calling ``log_blocks`` once per file group rebuilds the file-system view each time; past this many uncached
+#: groups one table-wide call is cheaper.
+_PER_GROUP_LIMIT = 8
+
+
+@dataclass(frozen=True, slots=True)
+class BlockFacts:
+    """What is kept of one log block: its writer, type, record count and min event time with its source."""
+
+    instant: str | None
+    block_type: str
+    record_count: int | None
+    min_event_time: int | None
+    min_event_time_source: str | None
+
+
+_CacheKey = tuple[str, str, int, str | None, str]
+_CACHE: OrderedDict[_CacheKey, tuple[BlockFacts, ...]] = OrderedDict()
+
+
+def clear_cache() -> None:
+    """Forget every cached log file (tests, or after files were rewritten in place)."""
+    _CACHE.clear()
+
+
+def _cache_get(key: _CacheKey) -> tuple[BlockFacts, ...] | None:
+    hit = _CACHE.get(key)
+    if hit is not None:
+        _CACHE.move_to_end(key)
+    return hit
+
+
+def _cache_put(key: _CacheKey, value: tuple[BlockFacts, ...]) -> None:
+    _CACHE[key] = value
+    _CACHE.move_to_end(key)
+    while len(_CACHE) > _CACHE_LIMIT:
+        _CACHE.popitem(last=False)
+
+
+def _is_committed(timeline: Timeline, instant: str | None) -> bool:
+    return instant is not None and (
+        timeline.is_completed_commit_time(instant) or timeline.is_before_timeline_start(instant)
+    )
+
+
+def _max_event_time_index(timeline: Timeline) -> dict[tuple[str, str], int]:
+    """``(log file name, writing instant) -> maxEventTime`` from completed commits' write stats."""
+    out: dict[tuple[str, str], int] = {}
+    for inst in timeline.completed_commits():
+        try:
+            meta = timeline.commit_metadata(inst)
+        except EvtError:
+            continue
+        for stats in (meta.get("partitionToWriteStats") or {}).values():
+            for st in stats or []:
+                name = str(st.get("path") or "").rsplit("/", 1)[-1]
+                value = st.get("maxEventTime")
+                if name.startswith(".") and value is not None:
+                    out[(name, inst.time)] = int(value)
+    return out
+
+
+def max_ingested_event_time(table: HudiTable) -> int | None:
+    """Max ``maxEventTime`` over every completed commit's write stats (base and log files), ``None`` if none.
+
+    The watermark of ``EventTimeBasedCompactionStrategy(allowed_lateness=...)`` when the logs alone do not tell
+    (e.g. after a full compaction).
+    """
+    best: int | None = None
+    for inst in table.timeline.completed_commits():
+        try:
+            meta = table.timeline.commit_metadata(inst)
+        except EvtError:
+            continue
+        for stats in (meta.get("partitionToWriteStats") or {}).values():
+            for st in stats or []:
+                value = st.get("maxEventTime")
+                if value is not None and (best is None or int(value) > best):
+                    best = int(value)
+    return best
+
+
+def _rows_to_facts(rows: Iterable[dict[str, Any]]) -> dict[tuple[str, str], list[BlockFacts]]:
+    out: dict[tuple[str, str], list[BlockFacts]] = {}
+    for r in rows:
+        out.setdefault((r["partition_path"] or "", r["log_file"]), []).append(
+            BlockFacts(
+                r["instant_time"],
+                r["block_type"],
+                r["record_count"],
+                r["min_event_time"],
+                r["min_event_time_source"],
+            )
+        )
+    return out
+
+
+def _load_block_facts(
+    table: HudiTable,
+    wanted: dict[tuple[str, str], list[LogFile]],
+    merged_groups: set[tuple[str, str]],
+    field: str | None,
+    unit: EpochUnit,
+) -> dict[tuple[str, str], list[BlockFacts]]:
+    """Block facts of the wanted logs, ``(partition, log name) -> blocks``, through ``inspect.log_blocks``."""
+    facts: dict[tuple[str, str], list[BlockFacts]] = {}
+    groups = {(p, lf.file_id) for (p, _), lfs in wanted.items() for lf in lfs}
+    # A pending compaction's merged slice spans two slices; log_blocks only covers older ones with all_slices.
+    per_group = [g for g in groups if g in merged_groups]
+    rest = [g for g in groups if g not in merged_groups]
+    if len(rest) > _PER_GROUP_LIMIT:
+        facts.update(_rows_to_facts(table.inspect.log_blocks(event_time_field=field, event_time_unit=unit).to_pylist()))
+    else:
+        per_group.extend(rest)
+    for partition, file_id in per_group:
+        tbl = table.inspect.log_blocks(
+            partition,
+            file_id,
+            event_time_field=field,
+            event_time_unit=unit,
+            all_slices=(partition, file_id) in merged_groups,
+        )
+        facts.update(_rows_to_facts(tbl.to_pylist()))
+    return facts
+
+
+def _log_info(
+    partition: str,
+    lf: LogFile,
+    blocks: tuple[BlockFacts, ...],
+    timeline: Timeline,
+    max_index: dict[tuple[str, str], int],
+) -> LogFileInfo:
+    has_data = False
+    min_et: int | None = None
+    min_src: str | None = None
+    unknown = False
+    max_et: int | None = None
+    last_instant: str | None = None
+    uncommitted = 0
+    for b in blocks:
+        if b.block_type not in _WRITE_BLOCKS:
+            continue  # command blocks, corrupt blocks, CDC: no records of the slice
+        if not _is_committed(timeline, b.instant):
+            uncommitted += 1
+            continue
+        if last_instant is None or (b.instant is not None and b.instant > last_instant):
+            last_instant = b.instant
+        if b.block_type not in _DATA_BLOCKS or b.record_count == 0:
+            continue
+        has_data = True
+        if b.min_event_time is None:
+            unknown = True  # one block of unknown min makes the file's min unknown: it could be the smallest
+        elif min_et is None or b.min_event_time < min_et:
+            min_et, min_src = b.min_event_time, b.min_event_time_source
+        mx = max_index.get((lf.name, b.instant or ""))
+        if mx is not None and (max_et is None or mx > max_et):
+            max_et = mx
+    if unknown:
+        min_et, min_src = None, None
+    return LogFileInfo(
+        path=lf.path,
+        name=lf.name,
+        file_id=lf.file_id,
+        partition_path=partition,
+        version=lf.version,
+        write_token=lf.write_token,
+        base_instant=lf.instant,
+        size=lf.size,
+        min_event_time=min_et,
+        min_event_time_source=min_src,
+        has_data=has_data,
+        instant=last_instant,
+        max_event_time=max_et,
+        uncommitted_blocks=uncommitted,
+    )
+
+
+def slice_infos(table: HudiTable, event_time_field: str | None = None, unit: EpochUnit = "ms") -> list[SliceInfo]:
+    """The latest merged file slices of ``table`` with per-log-file event-time facts.
+
+    Args:
+        table: the table.
+        event_time_field: defaults to ``hoodie.payload.event.time.field``; without one, only ``MIN_EVENT_TIME``
+            headers give a min event time.
+        unit: unit of integer epoch event times.
+
+    Returns:
+        One :class:`SliceInfo` per file group (``getLatestMergedFileSlicesBeforeOrOn``), logs in replay order;
+        groups held by a pending compaction carry its instant in ``pending_compaction``.
+    """
+    field = event_time_field or table.config.event_time_field
+    view = table.view
+    pending = {k: v.time for k, v in view.pending_compaction_operations.items()}
+    merged: list[FileSlice] = view.latest_merged_file_slices()
+    timeline = table.timeline
+    keys: dict[tuple[str, str], _CacheKey] = {}
+    wanted: dict[tuple[str, str], list[LogFile]] = {}
+    resolved: dict[tuple[str, str], tuple[BlockFacts, ...]] = {}
+    for s in merged:
+        for lf in s.log_files:
+            key: _CacheKey = (table.path, lf.path, lf.size, field, unit)
+            keys[(s.partition_path, lf.name)] = key
+            hit = _cache_get(key)
+            if hit is None:
+                wanted.setdefault((s.partition_path, lf.name), []).append(lf)
+            else:
+                resolved[(s.partition_path, lf.name)] = hit
+    if wanted:
+        loaded = _load_block_facts(table, wanted, set(pending), field, unit)
+        for k in wanted:
+            blocks = tuple(loaded.get(k, ()))
+            resolved[k] = blocks
+            _cache_put(keys[k], blocks)
+    max_index = _max_event_time_index(timeline) if field else {}
+    out: list[SliceInfo] = []
+    for s in merged:
+        logs = tuple(
+            _log_info(s.partition_path, lf, resolved[(s.partition_path, lf.name)], timeline, max_index)
+            for lf in s.log_files
+        )
+        out.append(
+            SliceInfo(
+                partition_path=s.partition_path,
+                file_id=s.file_id,
+                base_instant=s.base_instant,
+                base_file=s.base_file.name if s.base_file else None,
+                base_file_size=s.base_file.size if s.base_file else None,
+                log_files=logs,
+                pending_compaction=pending.get((s.partition_path, s.file_id)),
+            )
+        )
+    return out
