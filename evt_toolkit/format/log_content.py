@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any, BinaryIO, TypeVar, cast
 
 import fastavro
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -200,6 +201,11 @@ def decode_avro_data_block(block: LogBlock, content: bytes, reader_schema: dict[
     writer = _writer_schema(block)
     target = _align_record_name(writer, reader_schema) if reader_schema is not None else writer
     arrow_schema = _guard(block, "Avro schema", lambda: avro_to_arrow_schema(target))
+    if _columnar_decodable(writer, reader_schema):
+        fast = _decode_columnar(content, writer, arrow_schema)
+        if fast is not None:
+            return fast
+    # The record-by-record path validates every length prefix and names the record at fault.
     count, body = _record_bodies(block, content)
     if count == 0:
         return arrow_schema.empty_table()
@@ -214,6 +220,111 @@ def decode_avro_data_block(block: LogBlock, content: bytes, reader_schema: dict[
 
     records = _guard(block, "Avro records", decode)
     return _guard(block, "Avro records to Arrow", lambda: records_to_arrow(records, arrow_schema))
+
+
+# -- columnar fast path -------------------------------------------------------------------------------------------
+# fastavro builds one Python dict per record, which then has to be turned into Arrow columns: ~20-50 µs a record.
+# polars' Avro reader (Rust) decodes an object container straight into Arrow columns, an order of magnitude
+# faster. It is used for the schemas Hudi tables mostly have — flat records of primitives, dates and timestamps,
+# nullable or not — where its Arrow types are exactly avro_to_arrow_schema's (tests check both paths agree on
+# every real log block and on random data); anything else goes through fastavro.
+_COLUMNAR_PRIMITIVES = frozenset({"boolean", "int", "long", "float", "double", "bytes", "string"})
+_COLUMNAR_LOGICAL = frozenset(
+    {
+        ("int", "date"),
+        ("long", "timestamp-millis"),
+        ("long", "timestamp-micros"),
+        ("long", "local-timestamp-millis"),
+        ("long", "local-timestamp-micros"),
+    }
+)
+
+
+def _columnar_type_ok(avro_type: Any) -> bool:
+    if isinstance(avro_type, str):
+        return avro_type in _COLUMNAR_PRIMITIVES
+    if isinstance(avro_type, list):
+        branches = [b for b in avro_type if b != "null"]
+        return len(avro_type) == 2 and len(branches) == 1 and _columnar_type_ok(branches[0])
+    if isinstance(avro_type, dict):
+        base = avro_type.get("type")
+        logical = avro_type.get("logicalType")
+        if logical is None:
+            return isinstance(base, str) and base in _COLUMNAR_PRIMITIVES
+        return (base, logical) in _COLUMNAR_LOGICAL
+    return False
+
+
+def _columnar_decodable(writer: dict[str, Any], reader: dict[str, Any] | None) -> bool:
+    fields = writer.get("fields") or []
+    if not fields or not all(_columnar_type_ok(f.get("type")) for f in fields):
+        return False
+    if reader is None:
+        return True
+    # Resolution the columnar path reproduces with Arrow casts: same-named fields (promotions), and reader-only
+    # fields whose default is null. Other defaults need Avro resolution proper.
+    names = {f["name"] for f in fields}
+    for f in reader.get("fields") or []:
+        if f["name"] in names:
+            continue
+        if "default" in f and f["default"] is not None:
+            return False
+    return True
+
+
+_LENGTH_FIELD = {"name": "__evt_record_length", "type": {"type": "fixed", "name": "__evt_int32_be", "size": 4}}
+
+
+def _decode_columnar(content: bytes, writer: dict[str, Any], arrow_schema: pa.Schema) -> pa.Table | None:
+    """Decode a whole Avro data block in one columnar pass, or return None to use the record-by-record path.
+
+    A block's content after its 8-byte header is ``count`` times (int32 big-endian length, record). Declaring the
+    length as an Avro ``fixed(4)`` field in front of the writer's fields makes that byte range a valid Avro block
+    body, so no Python loop has to split the records. The framing is then checked on the decoded lengths: all
+    non-negative and adding up to exactly the content size. Anything unexpected (a decoder error, a count or size
+    mismatch) falls back to the record-by-record path, which reports the precise fault.
+    """
+    if len(content) < 8:
+        return None
+    version, count = struct.unpack_from(">ii", content, 0)
+    if version != _CONTENT_VERSION or count <= 0 or count * 4 > len(content) - 8:
+        return None
+    framed = dict(writer)
+    framed["fields"] = [_LENGTH_FIELD, *writer["fields"]]
+    body = memoryview(content)[8:]
+    sync = os.urandom(16)
+    header = zigzag_long(2) + avro_bytes(b"avro.schema") + avro_bytes(json.dumps(framed).encode("utf-8"))
+    header += avro_bytes(b"avro.codec") + avro_bytes(b"null") + zigzag_long(0)
+    container = b"".join([b"Obj\x01", header, sync, zigzag_long(count), zigzag_long(len(body)), body, sync])
+    try:
+        import polars as pl
+
+        decoded = pl.read_avro(io.BytesIO(container)).to_arrow()
+    except Exception:  # any decoder complaint means: let the precise path explain it
+        return None
+    except BaseException as exc:
+        # Rust panics surface as pyo3's PanicException, a BaseException; they mean malformed input too.
+        if type(exc).__name__ == "PanicException":
+            return None
+        raise
+    if decoded.num_rows != count:
+        return None
+    lengths_col = decoded.column(0).combine_chunks()
+    offsets = np.frombuffer(lengths_col.buffers()[1], dtype=np.int64)[: count + 1]
+    data = lengths_col.buffers()[2]
+    if data is None or offsets[-1] - offsets[0] != 4 * count:
+        return None
+    lengths = np.frombuffer(data, dtype=">i4", count=count, offset=int(offsets[0]))
+    if (lengths < 0).any() or int(lengths.sum(dtype=np.int64)) + 4 * count != len(body):
+        return None
+    columns: list[pa.Array | pa.ChunkedArray] = []
+    for field in arrow_schema:
+        if field.name in decoded.column_names:
+            col = decoded[field.name]
+            columns.append(col if col.type == field.type else col.cast(field.type))
+        else:
+            columns.append(pa.nulls(count, field.type))
+    return pa.Table.from_arrays(columns, schema=arrow_schema)
 
 
 def decode_parquet_data_block(block: LogBlock, content: bytes) -> pa.Table:

@@ -1,0 +1,265 @@
+"""Scheduling a compaction: checks, selection, links, then ``C.compaction.requested`` (design §2.3).
+
+Order of events, and why:
+
+1. :func:`~evt_toolkit.compaction.trigger.check_can_schedule` — Hudi's guard: no write inflight before ``C``, no
+   completed write or pending compaction at or after it.
+2. The serial rule for event-time strategies: no compaction or clustering may be pending, or "every event ≤ T is
+   compacted" breaks (:class:`~evt_toolkit.errors.PendingTableServiceError` names the pending instants).
+3. :func:`~evt_toolkit.compaction.event_times.slice_infos`, the strategy's selection (prefix rule), ``build_plan``.
+   An empty plan writes nothing and returns ``None``, as Hudi does.
+4. With ``link_timing="schedule"`` the links are created *before* the plan file: stock writers then find versions
+   ``1..k`` of slice ``C`` taken and append after them, and a stock executor of our plan still yields a correct
+   slice. A crash between links and plan leaves orphan copies that a re-run with the same instant accepts.
+5. ``C.compaction.requested`` (Avro, extended schema) is written atomically, and only then does the plan exist.
+
+**Carry-over slot.** Version 1 of slice ``C`` is kept free (links start at 2) for a *carry-over* log the executor
+may write at the head of the new slice (:mod:`evt_toolkit.compaction.merge_task`):
+
+* ``exact_split=True`` (RFC follow-up): records with event time > T coming from compacted logs go there instead of
+  the base file, so the RO view holds only events ≤ T; every operation gets the slot.
+* ``EVENT_TIME_ORDERING`` tables with an ordering field, for operations with leftovers: a delete that won in the
+  compacted prefix must keep its ordering value, or a leftover record with a *smaller* ordering value (a late
+  update written before the delete's log was compacted) would resurface after compaction. Hudi's compaction drops
+  tombstones; with leftovers replayed on top of the new base that would change the snapshot, so the executor
+  keeps such tombstones in the carry-over log.
+
+Example:
+    >>> import evt_toolkit as evt
+    >>> from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
+    >>> t = evt.HudiTable.open("/data/trips")  # doctest: +SKIP
+    >>> c = schedule_compaction(t, EventTimeBasedCompactionStrategy(threshold="2025-01-01T00:00:00Z"))  # doctest: +SKIP
+    >>> c.instant, c.operations, len(c.links)  # doctest: +SKIP
+    ('20250102000000000', 12, 7)
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from evt_toolkit.compaction.event_times import max_ingested_event_time, slice_infos
+from evt_toolkit.compaction.links import PartitionLink, SymlinkUnsupportedError, create_links
+from evt_toolkit.compaction.model import LogFileInfo, OperationSelection, SliceInfo
+from evt_toolkit.compaction.plan import (
+    LINK_MODES,
+    LINK_TIMINGS,
+    allocate_link_names,
+    build_plan,
+    encode_plan,
+)
+from evt_toolkit.compaction.strategy import (
+    CompactionStrategy,
+    EventTimeBasedCompactionStrategy,
+)
+from evt_toolkit.compaction.strategy import max_ingested_event_time as max_event_time_of_slices
+from evt_toolkit.compaction.trigger import check_can_schedule
+from evt_toolkit.errors import EvtError, PendingTableServiceError, PlanValidationError
+from evt_toolkit.format.names import REQUESTED, InstantFileName
+from evt_toolkit.read.merge import EVENT_TIME
+from evt_toolkit.table.timeline import COMPACTION
+from evt_toolkit.write.instants import new_instant_time
+
+if TYPE_CHECKING:
+    from evt_toolkit.table.table import HudiTable
+
+__all__ = [
+    "EXTRA_CARRY_OVER",
+    "EXTRA_EXACT_SPLIT",
+    "EXTRA_REMAINING_PREFIX",
+    "ScheduledCompaction",
+    "plan_file",
+    "schedule_compaction",
+]
+
+#: ``extraMetadata`` key: ``"true"`` when the plan keeps version 1 of the new slices for a carry-over log.
+EXTRA_CARRY_OVER = "evt.compaction.carry_over"
+#: ``extraMetadata`` key: ``"true"`` when records with event time > T stay out of the new base files.
+EXTRA_EXACT_SPLIT = "evt.compaction.exact_split"
+#: Prefix of the RFC's remaining-log figures (plan ``extraMetadata``, copied into ``C.commit``).
+EXTRA_REMAINING_PREFIX = "evt.metrics.remaining."
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduledCompaction:
+    """A compaction plan written to the timeline.
+
+    Attributes:
+        instant: the compaction instant ``C``.
+        plan: the ``HoodieCompactionPlan`` as written (with ``symlinkOperations``).
+        threshold: T in epoch ms for event-time strategies, else ``None``.
+        link_mode: ``copy`` or ``symlink``.
+        link_timing: ``schedule`` (links exist already) or ``execute``.
+        links: every link of the plan, with its partition.
+        operations: number of plan operations (file groups).
+    """
+
+    instant: str
+    plan: dict[str, Any]
+    threshold: int | None
+    link_mode: str
+    link_timing: str
+    links: tuple[PartitionLink, ...]
+    operations: int
+
+    @property
+    def exact_split(self) -> bool:
+        """Whether records with event time > T are kept out of the new base files."""
+        return (self.plan.get("extraMetadata") or {}).get(EXTRA_EXACT_SPLIT) == "true"
+
+
+def plan_file(table: HudiTable, instant: str, state: str = REQUESTED) -> str:
+    """Path of the compaction's ``requested``/``inflight`` file, relative to the base path."""
+    return posixpath.join(table.config.timeline_path, InstantFileName(instant, COMPACTION, state).name)
+
+
+def _resolve_threshold(
+    table: HudiTable, strategy: CompactionStrategy, slices: Sequence[SliceInfo], now_ms: int | None
+) -> int | None:
+    if not isinstance(strategy, EventTimeBasedCompactionStrategy):
+        return None
+    if strategy.mode == "allowed_lateness":
+        # After a full compaction the logs alone may not tell the watermark; every commit's write stats do.
+        max_et = max_event_time_of_slices(slices)
+        if max_et is None:
+            max_et = max_ingested_event_time(table)
+        return strategy.resolve_threshold(now_ms, max_et)
+    return strategy.resolve_for(slices, now_ms)
+
+
+def _remaining_figures(slices: Sequence[SliceInfo], selections: Sequence[OperationSelection]) -> dict[str, str]:
+    """The RFC's metrics over the logs that stay behind once the plan completes (as of scheduling)."""
+    chosen = {(s.slice.partition_path, s.slice.file_id): s for s in selections if s.to_compact}
+    remaining: list[tuple[str, str, LogFileInfo]] = []
+    for s in slices:
+        sel = chosen.get((s.partition_path, s.file_id))
+        logs = sel.to_remain if sel is not None else s.log_files
+        remaining.extend((s.partition_path, s.file_id, lf) for lf in logs)
+    mins = [lf.min_event_time for _, _, lf in remaining if lf.has_data and lf.min_event_time is not None]
+    return {
+        EXTRA_REMAINING_PREFIX + "min_event_time": str(min(mins)) if mins else "",
+        EXTRA_REMAINING_PREFIX + "slices_with_remaining_logs": str(len({(p, f) for p, f, _ in remaining})),
+        EXTRA_REMAINING_PREFIX + "remaining_log_bytes": str(sum(lf.size for _, _, lf in remaining)),
+        EXTRA_REMAINING_PREFIX + "remaining_log_files": str(len(remaining)),
+    }
+
+
+def schedule_compaction(
+    table: HudiTable,
+    strategy: CompactionStrategy,
+    *,
+    link_mode: str = "copy",
+    link_timing: str = "schedule",
+    instant: str | None = None,
+    now_ms: int | None = None,
+    exact_split: bool = False,
+) -> ScheduledCompaction | None:
+    """Plan a compaction and write ``C.compaction.requested`` (after the links, by default).
+
+    Args:
+        table: the table (refreshed here: scheduling must see the latest timeline).
+        strategy: which slices and logs to compact; event-time strategies resolve T at ``now_ms``.
+        link_mode: ``copy`` or ``symlink``.
+        link_timing: ``schedule`` (links before the plan) or ``execute`` (links when the plan runs).
+        instant: the compaction instant (default: a new instant after every instant on the timeline).
+        now_ms: the compaction time for T (default: the wall clock).
+        exact_split: keep records with event time > T out of the new base files (needs an event-time strategy).
+
+    Returns:
+        The scheduled compaction, or ``None`` when the strategy selects nothing (nothing is written then).
+
+    Raises:
+        PendingTableServiceError: a write is inflight, or (event-time strategies) a compaction or clustering is
+            pending.
+        TimelineError: ``instant`` is not later than every completed write / pending compaction.
+        PlanValidationError: bad link settings, an existing different file under a link name.
+        SymlinkUnsupportedError: ``symlink`` links on storage without symlinks.
+    """
+    if link_mode not in LINK_MODES:
+        raise PlanValidationError(f"link_mode must be one of {', '.join(LINK_MODES)}, got {link_mode!r}")
+    if link_timing not in LINK_TIMINGS:
+        raise PlanValidationError(f"link_timing must be one of {', '.join(LINK_TIMINGS)}, got {link_timing!r}")
+    if link_mode == "symlink" and not table.storage.supports_symlink:
+        raise SymlinkUnsupportedError(
+            f"link_mode='symlink' needs a file system with symlinks; {table.storage.uri} has none through pyarrow "
+            "(use link_mode='copy')"
+        )
+    if exact_split and not strategy.event_time_aware:
+        raise PlanValidationError(f"exact_split needs an event-time strategy (a threshold T), got {strategy!r}")
+    table.refresh()
+    timeline = table.timeline
+    c = instant or new_instant_time((i.time for i in timeline.instants), table.config.timezone)
+    check_can_schedule(timeline, c)
+    if strategy.event_time_aware:
+        pending = [f"compaction {i.time}" for i in timeline.pending_compactions()]
+        pending += [f"clustering {i.time}" for i in timeline.pending_clustering()]
+        if pending:
+            raise PendingTableServiceError(
+                f"cannot schedule event-time compaction {c}: {', '.join(pending)} pending; event-time plans run one "
+                'after the other, or "every event ≤ T is compacted" would not hold'
+            )
+
+    slices = slice_infos(table)
+    threshold = _resolve_threshold(table, strategy, slices, now_ms)
+    selections = strategy.select_operations(slices, threshold=threshold)
+    plan = build_plan(
+        selections,
+        c,
+        strategy,
+        threshold,
+        link_mode,
+        link_timing,
+        event_time_field=table.config.event_time_field,
+        extra_metadata=_schema_extra(table),
+    )
+    if plan is None:
+        return None
+
+    tombstones_need_slot = table.config.merge_mode == EVENT_TIME and table.config.ordering_field is not None
+    by_group = {(s.slice.partition_path, s.slice.file_id): s for s in selections if s.to_compact}
+    slot_used = False
+    links: list[PartitionLink] = []
+    for op in plan["operations"]:
+        partition = op.get("partitionPath") or ""
+        sel = by_group[(partition, op["fileId"])]
+        if sel.to_remain and (exact_split or tombstones_need_slot):
+            # Version 1 stays free for the carry-over log; leftovers replay after it, at 2..k+1.
+            shifted = allocate_link_names(op["fileId"], c, sel.to_remain, first_version=2)
+            op["symlinkOperations"] = [x.to_avro() for x in shifted]
+            slot_used = True
+        for x in op.get("symlinkOperations") or []:
+            links.append(PartitionLink(partition, str(x["symlink"]), str(x["target"])))
+    extra = plan["extraMetadata"]
+    extra[EXTRA_EXACT_SPLIT] = "true" if exact_split else "false"
+    extra[EXTRA_CARRY_OVER] = "true" if (slot_used or exact_split) else "false"
+    extra.update(_remaining_figures(slices, selections))
+    data = encode_plan(plan)
+
+    if link_timing == "schedule":
+        create_links(table.storage, links, link_mode)
+    table.storage.write_bytes_atomic(plan_file(table, c), data)
+    table.refresh()
+    return ScheduledCompaction(
+        instant=c,
+        plan=plan,
+        threshold=threshold,
+        link_mode=link_mode,
+        link_timing=link_timing,
+        links=tuple(links),
+        operations=len(plan["operations"]),
+    )
+
+
+def _schema_extra(table: HudiTable) -> dict[str, str]:
+    """``schema`` copied from the last commit that has one, as Hudi copies the triggering write's metadata."""
+    for inst in reversed(table.timeline.completed_commits()):
+        try:
+            text = (table.timeline.commit_metadata(inst).get("extraMetadata") or {}).get("schema")
+        except EvtError:  # an undecodable old commit only means "look further back"
+            continue
+        if text:
+            return {"schema": str(text)}
+    text = table.config.properties.get("hoodie.table.create.schema")
+    return {"schema": text} if text else {}

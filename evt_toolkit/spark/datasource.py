@@ -1,0 +1,717 @@
+"""``hudi_evt``: a PySpark Python Data Source over Hudi tables, backed by evt_toolkit's pure-Python reader.
+
+Reads plan one Spark input partition per file slice on the driver and merge each slice on an executor with
+:func:`evt_toolkit.read.slice_reader.read_file_slice`, so Spark answers exactly what :meth:`HudiTable.read` answers.
+Options use Hudi's own names:
+
+* ``hoodie.datasource.query.type``: ``snapshot`` (default), ``read_optimized`` or ``incremental``;
+* ``as.of.instant``: time travel for snapshot and read-optimized reads;
+* ``hoodie.datasource.read.begin.instanttime`` / ``hoodie.datasource.read.end.instanttime``: the incremental
+  window ``(begin, end]`` (begin defaults to the start of the timeline, end to the latest commit);
+* ``path`` (or the argument of ``load``/``save``): the table's base path or URI;
+* ``hoodie.evt.read.partition.pruning`` (default ``false``): push filters on partition columns down to drop whole
+  slices at planning time. Off by default because Spark 4.3.0 keeps the read plan of the last filter pushdown on the
+  relation shared by every query of one DataFrame: after ``df.filter("city = 'x'").count()``, a later ``df.count()``
+  on the *same* DataFrame object can reuse the pruned slices and miss rows (newer Spark keeps that plan per scan).
+  With the option on, load a fresh DataFrame per filtered query. Spark also refuses a reader that accepts filters
+  unless ``spark.sql.python.filterPushdown.enabled`` is true (sessions from :func:`get_or_create_session` set it).
+
+Writes (``df.write.format("hudi_evt")``) take ``hoodie.datasource.write.operation`` (``upsert``, ``insert`` or
+``delete``), ``hoodie.datasource.write.recordkey.field``, ``hoodie.datasource.write.partitionpath.field``,
+``hoodie.datasource.write.precombine.field`` and ``hoodie.table.name`` (the last four only when the table is created).
+See :class:`HudiEvtWriter` for how the Python Data Source write protocol is mapped onto a Hudi commit.
+
+Example:
+    >>> from evt_toolkit.spark.session import get_or_create_session  # doctest: +SKIP
+    >>> spark = get_or_create_session()  # doctest: +SKIP
+    >>> df = (spark.read.format("hudi_evt")  # doctest: +SKIP
+    ...       .option("hoodie.datasource.query.type", "incremental")
+    ...       .option("hoodie.datasource.read.begin.instanttime", "20250101000000000")
+    ...       .load("/data/trips"))
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import urllib.parse
+import uuid
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    EqualNullSafe,
+    EqualTo,
+    Filter,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    InputPartition,
+    LessThan,
+    LessThanOrEqual,
+    Not,
+    StringContains,
+    StringEndsWith,
+    StringStartsWith,
+    WriterCommitMessage,
+)
+
+from evt_toolkit.errors import EvtError, ReadError, UnsupportedFeatureError, WriteError
+from evt_toolkit.read.merge import COMMIT_TIME, EVENT_TIME
+from evt_toolkit.read.query import QUERY_TYPES, normalize_instant
+from evt_toolkit.read.schema import arrow_schema_for, latest_avro_schema, with_meta_fields
+from evt_toolkit.read.slice_reader import SliceReadContext, read_file_slice
+from evt_toolkit.spark.types import batch_schema_for, conform_batches, spark_schema_for
+from evt_toolkit.storage.fs import TableStorage
+from evt_toolkit.table.fs_view import FileSlice
+from evt_toolkit.table.table import HudiTable
+from evt_toolkit.table.timeline import Timeline
+
+if TYPE_CHECKING:
+    from pyspark.sql.datasource import DataSourceWriter
+    from pyspark.sql.types import StructType
+
+FORMAT_NAME = "hudi_evt"
+
+QUERY_TYPE_OPT = "hoodie.datasource.query.type"
+AS_OF_OPT = "as.of.instant"
+BEGIN_OPT = "hoodie.datasource.read.begin.instanttime"
+END_OPT = "hoodie.datasource.read.end.instanttime"
+PRUNING_OPT = "hoodie.evt.read.partition.pruning"
+
+OPERATION_OPT = "hoodie.datasource.write.operation"
+RECORD_KEY_OPT = "hoodie.datasource.write.recordkey.field"
+PARTITION_PATH_OPT = "hoodie.datasource.write.partitionpath.field"
+PRECOMBINE_OPT = "hoodie.datasource.write.precombine.field"
+TABLE_NAME_OPT = "hoodie.table.name"
+EVENT_TIME_OPT = "hoodie.payload.event.time.field"
+BUCKETS_OPT = "hoodie.bucket.index.num.buckets"
+MERGE_MODE_OPT = "hoodie.record.merge.mode"
+HIVE_STYLE_OPT = "hoodie.datasource.write.hive_style_partitioning"
+MIN_EVENT_TIME_HEADER_OPT = "hoodie.evt.min.event.time.header"
+#: Rows staged by write tasks until the driver commits them; under Hudi's temp folder, which readers never list.
+STAGING_DIR = ".hoodie/.temp/hudi_evt_staging"
+
+
+#: Key generators whose partition folders hold the partition columns' plain values; other generators (timestamp
+#: based, custom) derive folders from values, so a folder cannot prove what a column holds.
+_VALUE_PRESERVING_KEYGENS = ("SIMPLE", "COMPLEX", "SIMPLEKEYGENERATOR", "COMPLEXKEYGENERATOR")
+#: Folder names Hudi writes for null or empty partition values (hive-style and plain).
+_NULL_PARTITION_VALUES = ("__HIVE_DEFAULT_PARTITION__", "default")
+
+PARTITION_PATH_FIELD = "_hoodie_partition_path"
+COMMIT_TIME_FIELD = "_hoodie_commit_time"
+
+
+# -- options --------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class ReadOptions:
+    """Parsed read options (see the module docstring for the option names)."""
+
+    path: str
+    query_type: str = "snapshot"
+    as_of: str | None = None
+    begin: str | None = None
+    end: str | None = None
+    partition_pruning: bool = False
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, str]) -> ReadOptions:
+        """Parse Spark reader options (keys are case-insensitive in Spark; values are strings).
+
+        Raises:
+            ReadError: no path, an unknown query type, a malformed instant, or options that do not fit the
+                query type.
+        """
+        opts = {k.lower(): v for k, v in options.items()}
+        path = opts.get("path")
+        if not path:
+            raise ReadError("hudi_evt needs a table path: load(path) or option('path', ...)")
+        raw_type = (opts.get(QUERY_TYPE_OPT) or "snapshot").strip().lower()
+        query_type = raw_type
+        if query_type not in QUERY_TYPES:
+            raise ReadError(f"unknown {QUERY_TYPE_OPT} {raw_type!r}; expected one of {', '.join(QUERY_TYPES)}")
+        as_of = _instant(opts.get(AS_OF_OPT), AS_OF_OPT)
+        begin = _instant(opts.get(BEGIN_OPT), BEGIN_OPT)
+        end = _instant(opts.get(END_OPT), END_OPT)
+        if query_type == "incremental" and as_of is not None:
+            raise ReadError(f"{AS_OF_OPT} does not apply to incremental reads; use {BEGIN_OPT}/{END_OPT}")
+        if query_type != "incremental" and (begin is not None or end is not None):
+            raise ReadError(f"{BEGIN_OPT}/{END_OPT} only apply when {QUERY_TYPE_OPT}=incremental")
+        pruning = (opts.get(PRUNING_OPT) or "false").strip().lower() == "true"
+        return cls(path, query_type, as_of, begin, end, pruning)
+
+
+def _instant(value: str | None, what: str) -> str | None:
+    if value is None or not value.strip():
+        return None
+    return normalize_instant(value, what)
+
+
+# -- read planning (driver) ------------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class CommitWindow:
+    """Which merged rows an incremental read keeps, exactly as ``TableReader.incremental`` filters them.
+
+    Attributes:
+        begin: exclusive start of the window (``"0"`` when open).
+        end: inclusive end (``None`` when open).
+        admitted: on timeline layout 2, the requested times of the commits whose completion falls in the window
+            (rows are kept when their ``_hoodie_commit_time`` is one of them); ``None`` on layout 1, where rows are
+            kept when ``begin < _hoodie_commit_time <= end``.
+    """
+
+    begin: str
+    end: str | None
+    admitted: frozenset[str] | None
+
+    def mask(self, commit_time: pa.ChunkedArray | pa.Array) -> pa.Array | pa.ChunkedArray:
+        """Boolean mask (nulls as false) over a ``_hoodie_commit_time`` column."""
+        if self.admitted is not None:
+            mask = pc.is_in(commit_time, value_set=pa.array(sorted(self.admitted), pa.string()))
+        else:
+            mask = pc.greater(commit_time, self.begin)
+            if self.end is not None:
+                mask = pc.and_(mask, pc.less_equal(commit_time, self.end))
+        return pc.fill_null(mask, False)
+
+
+@dataclass(frozen=True, slots=True)
+class IncrementalPlan:
+    """The driver's part of an incremental read: the window, the instant to merge as of, the touched groups."""
+
+    window: CommitWindow
+    query_instant: str
+    touched: frozenset[tuple[str, str]]
+
+
+def plan_incremental(table: HudiTable, begin: str | None, end: str | None) -> IncrementalPlan | None:
+    """Admit the commits of ``(begin, end]`` as ``TableReader.incremental`` does; ``None`` when none is admitted.
+
+    Layout 1 windows bound requested times, layout 2 windows bound completion times. The file groups the admitted
+    commits wrote are read merged as of the newest admitted commit, then filtered by :class:`CommitWindow`.
+    """
+    b = begin if begin is not None else "0"
+    layout2 = table.config.timeline_layout >= 2
+    admitted = []
+    for inst in table.timeline.completed_commits():
+        key = (inst.completion_time or inst.time) if layout2 else inst.time
+        if key > b and (end is None or key <= end):
+            admitted.append(inst)
+    if not admitted:
+        return None
+    touched: set[tuple[str, str]] = set()
+    for inst in admitted:
+        meta = table.timeline.commit_metadata(inst)
+        for partition, stats in (meta.get("partitionToWriteStats") or {}).items():
+            for st in stats or []:
+                fid = st.get("fileId")
+                if fid:
+                    touched.add((partition or "", fid))
+    window = CommitWindow(b, end, frozenset(i.time for i in admitted) if layout2 else None)
+    return IncrementalPlan(window, max(i.time for i in admitted), frozenset(touched))
+
+
+@dataclass(frozen=True, slots=True)
+class SliceReadSpec:
+    """Everything an executor needs, besides the slice, to merge a slice like the driver-side reader would.
+
+    The timeline is shipped without storage (instants only): the executor needs it only to decide which log
+    blocks belong to committed instants, and that must be the driver's answer, not a later listing's.
+    """
+
+    table_uri: str
+    schema: pa.Schema
+    reader_avro_schema: dict[str, Any] | None
+    ordering_field: str | None
+    merge_mode: str
+    timeline: Timeline
+
+    def context(self, query_instant: str | None) -> SliceReadContext:
+        """The slice-reader context on this process (opens storage here: file systems are not shipped)."""
+        tl = self.timeline
+
+        def committed(instant: str) -> bool:
+            return tl.is_completed_commit_time(instant) or tl.is_before_timeline_start(instant)
+
+        return SliceReadContext(
+            storage=TableStorage.from_uri(self.table_uri),
+            schema=self.schema,
+            reader_avro_schema=self.reader_avro_schema,
+            ordering_field=self.ordering_field,
+            merge_mode=self.merge_mode,
+            query_instant=query_instant,
+            is_committed=committed,
+        )
+
+
+def slice_read_spec(table: HudiTable) -> SliceReadSpec:
+    """The merged schema and merge settings of ``table`` (what ``TableReader`` derives for every query)."""
+    avro = latest_avro_schema(table.config, table.timeline)
+    reader_avro = with_meta_fields(avro) if avro is not None and table.config.populate_meta_fields else avro
+    schema = arrow_schema_for(reader_avro)
+    return SliceReadSpec(
+        table_uri=table.path,
+        schema=schema if schema is not None else pa.schema([]),
+        reader_avro_schema=reader_avro,
+        ordering_field=table.config.ordering_field,
+        merge_mode=EVENT_TIME if table.config.merge_mode == EVENT_TIME else COMMIT_TIME,
+        timeline=Timeline(table.timeline.instants, table.timeline.layout_version),
+    )
+
+
+@dataclass(frozen=True)
+class FileSliceInputPartition(InputPartition):
+    """One Spark input partition: one file slice of the table, and how to read it.
+
+    Attributes:
+        table_uri: the table's base path or URI.
+        query_type: ``snapshot``, ``read_optimized`` or ``incremental``.
+        file_slice: the slice (partition path, file id, base file, log files in replay order). Read-optimized reads
+            carry the base file only.
+        query_instant: log blocks after this instant are skipped (``None``: no limit).
+        window: the incremental window, for incremental reads.
+    """
+
+    table_uri: str
+    query_type: str
+    file_slice: FileSlice
+    query_instant: str | None
+    window: CommitWindow | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReadPlan:
+    """Slices to read, before partition pruning."""
+
+    spec: SliceReadSpec
+    partitions: tuple[FileSliceInputPartition, ...]
+
+
+def plan_read(table: HudiTable, options: ReadOptions) -> ReadPlan:
+    """Plan a read: one :class:`FileSliceInputPartition` per file slice the query touches.
+
+    Mirrors :class:`evt_toolkit.read.query.TableReader`: snapshot reads the latest merged slices as of the query
+    instant (time travel or the latest commit), read-optimized the latest base files, incremental the slices of
+    the file groups the admitted commits wrote.
+    """
+    spec = slice_read_spec(table)
+    uri = table.path
+    view = table.view
+    parts: list[FileSliceInputPartition] = []
+    if options.query_type == "snapshot":
+        if options.as_of is not None:
+            query_instant: str | None = options.as_of
+        else:
+            last = table.timeline.last_completed_commit()
+            query_instant = last.time if last is not None else None
+        if query_instant is not None:
+            parts = [
+                FileSliceInputPartition(uri, "snapshot", s, query_instant)
+                for s in view.latest_merged_file_slices(options.as_of)
+            ]
+    elif options.query_type == "read_optimized":
+        parts = [
+            FileSliceInputPartition(
+                uri,
+                "read_optimized",
+                FileSlice(_partition_of(b.path), b.file_id, b.instant, b, ()),
+                options.as_of,
+            )
+            for b in view.latest_base_files(options.as_of)
+        ]
+    else:
+        inc = plan_incremental(table, options.begin, options.end)
+        if inc is not None:
+            parts = [
+                FileSliceInputPartition(uri, "incremental", s, inc.query_instant, inc.window)
+                for s in view.latest_merged_file_slices(inc.query_instant)
+                if (s.partition_path, s.file_id) in inc.touched
+            ]
+    return ReadPlan(spec, tuple(parts))
+
+
+def _partition_of(rel_path: str) -> str:
+    return rel_path.rsplit("/", 1)[0] if "/" in rel_path else ""
+
+
+# -- executor side ----------------------------------------------------------------------------------------------------
+def read_input_partition(spec: SliceReadSpec, partition: FileSliceInputPartition) -> pa.Table:
+    """Merge one planned slice into the table schema and apply the incremental window (runs on an executor)."""
+    ctx = spec.context(partition.query_instant)
+    table = read_file_slice(ctx, partition.file_slice)
+    if partition.window is not None and table.num_rows:
+        table = table.filter(partition.window.mask(table[COMMIT_TIME_FIELD]))
+    return table
+
+
+# -- partition pruning ----------------------------------------------------------------------------------------------
+def partition_values(
+    partition_path: str, fields: Sequence[str], *, hive_style: bool, url_encoded: bool
+) -> dict[str, str]:
+    """Read the partition columns' values off a partition path; columns it cannot prove are left out.
+
+    Example:
+        >>> partition_values("city=sf/day=1", ["city", "day"], hive_style=True, url_encoded=False)
+        {'city': 'sf', 'day': '1'}
+        >>> partition_values("a/b/c", ["city", "day"], hive_style=False, url_encoded=False)
+        {}
+    """
+    if not fields or not partition_path:
+        return {}
+    segments = partition_path.split("/")
+    # A value containing "/" makes segments and fields disagree: nothing can be proven then.
+    if len(segments) != len(fields):
+        return {}
+    out: dict[str, str] = {}
+    for name, seg in zip(fields, segments, strict=True):
+        if hive_style:
+            key, sep, value = seg.partition("=")
+            if not sep or key != name:
+                return {}
+        else:
+            value = seg
+        if url_encoded:
+            value = urllib.parse.unquote(value)
+        if value in _NULL_PARTITION_VALUES:
+            continue
+        out[name] = value
+    return out
+
+
+def _typed(text: str, typ: pa.DataType) -> Any:
+    """The Python value Spark would compare for ``text`` in a column of ``typ``; ``None`` if not comparable."""
+    if pa.types.is_string(typ) or pa.types.is_large_string(typ):
+        return text
+    if pa.types.is_integer(typ) or pa.types.is_date32(typ):
+        try:
+            return pa.scalar(text).cast(typ).as_py()
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return None
+    return None
+
+
+def _known(f: Filter, values: Mapping[str, Any]) -> bool | None:
+    """Whether every row with these partition values satisfies ``f``: True, False, or None (cannot tell)."""
+    if isinstance(f, Not):
+        inner = _known(f.child, values)
+        return None if inner is None else not inner
+    attr = getattr(f, "attribute", None)
+    if attr is None or len(attr) != 1 or attr[0] not in values:
+        return None
+    v = values[attr[0]]
+    want: Any = getattr(f, "value", None)
+    try:
+        if isinstance(f, EqualTo | EqualNullSafe):
+            return bool(v == want)
+        if isinstance(f, In):
+            return v in want
+        if isinstance(f, GreaterThan):
+            return bool(v > want)
+        if isinstance(f, GreaterThanOrEqual):
+            return bool(v >= want)
+        if isinstance(f, LessThan):
+            return bool(v < want)
+        if isinstance(f, LessThanOrEqual):
+            return bool(v <= want)
+        if isinstance(f, StringStartsWith):
+            return isinstance(v, str) and v.startswith(want)
+        if isinstance(f, StringEndsWith):
+            return isinstance(v, str) and v.endswith(want)
+        if isinstance(f, StringContains):
+            return isinstance(v, str) and want in v
+    except TypeError:  # a filter value of another type than the column (Spark would have cast it)
+        return None
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionPruner:
+    """Decides from a slice's partition path whether pushed filters can match any of its rows.
+
+    Pruning is conservative: a slice is dropped only when a filter is provably false for every row (the
+    partition value read off the folder contradicts it). Spark still evaluates every filter on the rows.
+    """
+
+    fields: tuple[str, ...]
+    types: Mapping[str, pa.DataType]
+    hive_style: bool
+    url_encoded: bool
+    has_partition_path_column: bool
+    filters: tuple[Filter, ...] = field(default_factory=tuple)
+
+    @classmethod
+    def for_table(cls, table: HudiTable, schema: pa.Schema) -> PartitionPruner:
+        cfg = table.config
+        keygen = (cfg.key_generator or "").rsplit(".", 1)[-1].upper()
+        value_columns = not keygen or keygen in _VALUE_PRESERVING_KEYGENS
+        fields = tuple(f for f in cfg.partition_fields if f in schema.names) if value_columns else ()
+        if len(fields) != len(cfg.partition_fields):
+            fields = ()
+        return cls(
+            fields=fields,
+            types={f: schema.field(f).type for f in fields},
+            hive_style=cfg.hive_style_partitioning,
+            url_encoded=cfg.url_encode_partitions,
+            has_partition_path_column=PARTITION_PATH_FIELD in schema.names,
+        )
+
+    def columns(self) -> set[str]:
+        """Columns whose filters can prune slices."""
+        cols = set(self.fields)
+        if self.has_partition_path_column:
+            cols.add(PARTITION_PATH_FIELD)
+        return cols
+
+    def values_of(self, partition_path: str) -> dict[str, Any]:
+        texts = partition_values(partition_path, self.fields, hive_style=self.hive_style, url_encoded=self.url_encoded)
+        values: dict[str, Any] = {}
+        for name, text in texts.items():
+            v = _typed(text, self.types[name])
+            if v is not None:
+                values[name] = v
+        if self.has_partition_path_column:
+            values[PARTITION_PATH_FIELD] = partition_path
+        return values
+
+    def may_match(self, partition_path: str) -> bool:
+        """False only if some pushed filter is false for every row of ``partition_path``."""
+        if not self.filters:
+            return True
+        values = self.values_of(partition_path)
+        return all(_known(f, values) is not False for f in self.filters)
+
+
+def _filter_columns(f: Filter) -> set[str]:
+    if isinstance(f, Not):
+        return _filter_columns(f.child)
+    attr = getattr(f, "attribute", None)
+    return {attr[0]} if attr is not None and len(attr) == 1 else set()
+
+
+# -- the data source ------------------------------------------------------------------------------------------------
+class HudiEvtReader(DataSourceReader):
+    """Batch reader: plans on the driver (in the planner's Python worker), merges slices on executors."""
+
+    def __init__(self, options: ReadOptions, schema: StructType) -> None:
+        table = HudiTable.open(options.path)
+        plan = plan_read(table, options)
+        self.spec = plan.spec
+        self.planned = plan.partitions
+        self.pruner = PartitionPruner.for_table(table, plan.spec.schema)
+        self.batch_schema = batch_schema_for(schema)
+
+    def partitions(self) -> list[InputPartition]:
+        """One input partition per planned file slice that the pushed filters do not rule out."""
+        return [p for p in self.planned if self.pruner.may_match(p.file_slice.partition_path)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        """Merge the partition's slice and hand Spark Arrow batches in the declared schema."""
+        # Spark substitutes one InputPartition(None) when the plan is empty (no slices): nothing to read.
+        if not isinstance(partition, FileSliceInputPartition):
+            return iter(())
+        table = read_input_partition(self.spec, partition)
+        return iter(conform_batches(table, self.batch_schema))
+
+
+class HudiEvtPruningReader(HudiEvtReader):
+    """:class:`HudiEvtReader` that accepts filters on partition columns to drop slices at planning time."""
+
+    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
+        """Keep filters on partition columns for pruning; hand every filter back so Spark evaluates it on rows.
+
+        Slice pruning is a superset test (a kept slice may still hold non-matching rows, e.g. rows whose
+        partition column changed under a non-default key generator), so no filter is reported as fully applied.
+        """
+        cols = self.pruner.columns()
+        usable = tuple(f for f in filters if _filter_columns(f) and _filter_columns(f) <= cols)
+        self.pruner = dataclasses.replace(self.pruner, filters=usable)
+        return filters
+
+
+class HudiEvtDataSource(DataSource):
+    """The ``hudi_evt`` data source (see the module docstring for options)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT_NAME
+
+    def schema(self) -> StructType:
+        """The table's merged schema (latest writer schema with Hudi's meta fields) as a Spark schema."""
+        options = ReadOptions.from_options(self.options)
+        return spark_schema_for(slice_read_spec(HudiTable.open(options.path)).schema)
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        options = ReadOptions.from_options(self.options)
+        if options.partition_pruning:
+            return HudiEvtPruningReader(options, schema)
+        return HudiEvtReader(options, schema)
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        """Create the table if absent (from the write options), then stage rows per task and commit on the driver."""
+        options = WriteOptions.from_options(self.options)
+        if overwrite:
+            raise UnsupportedFeatureError(
+                f"hudi_evt does not overwrite tables ({options.path}); use mode('append') with "
+                f"{OPERATION_OPT}=upsert|insert|delete"
+            )
+        options.open_or_create()
+        return HudiEvtWriter(options, f"{STAGING_DIR}/{uuid.uuid4().hex}")
+
+
+# -- writes -----------------------------------------------------------------------------------------------------------
+def _fields(value: str | None) -> list[str]:
+    return [f.strip() for f in (value or "").split(",") if f.strip()]
+
+
+def _flag(value: str | None, default: bool) -> bool:
+    return default if value is None or not value.strip() else value.strip().lower() == "true"
+
+
+@dataclass(frozen=True, slots=True)
+class WriteOptions:
+    """Parsed write options (Hudi's names; the table-shape options only matter when the table is created)."""
+
+    path: str
+    operation: str = "upsert"
+    table_name: str | None = None
+    record_key: tuple[str, ...] = ()
+    partition_by: tuple[str, ...] = ()
+    ordering_field: str | None = None
+    event_time_field: str | None = None
+    buckets: int | None = None
+    merge_mode: str | None = None
+    hive_style_partitioning: bool = True
+    min_event_time_header: bool = False
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, str]) -> WriteOptions:
+        """Parse Spark writer options.
+
+        Raises:
+            WriteError: no path, an unknown operation, or a malformed number.
+        """
+        opts = {k.lower(): v for k, v in options.items()}
+        path = opts.get("path")
+        if not path:
+            raise WriteError("hudi_evt needs a table path: save(path) or option('path', ...)")
+        operation = (opts.get(OPERATION_OPT) or "upsert").strip().lower()
+        if operation not in ("upsert", "insert", "delete"):
+            raise WriteError(f"unknown {OPERATION_OPT} {operation!r}; expected upsert, insert or delete")
+        buckets_text = (opts.get(BUCKETS_OPT) or "").strip()
+        if buckets_text and not buckets_text.isdigit():
+            raise WriteError(f"{BUCKETS_OPT} must be a positive integer, got {buckets_text!r}")
+        merge_mode = (opts.get(MERGE_MODE_OPT) or "").strip().upper() or None
+        return cls(
+            path=path,
+            operation=operation,
+            table_name=(opts.get(TABLE_NAME_OPT) or "").strip() or None,
+            record_key=tuple(_fields(opts.get(RECORD_KEY_OPT))),
+            partition_by=tuple(_fields(opts.get(PARTITION_PATH_OPT))),
+            ordering_field=(opts.get(PRECOMBINE_OPT) or "").strip() or None,
+            event_time_field=(opts.get(EVENT_TIME_OPT) or "").strip() or None,
+            buckets=int(buckets_text) if buckets_text else None,
+            merge_mode={"EVENT_TIME_ORDERING": "event_time", "COMMIT_TIME_ORDERING": "commit_time"}.get(
+                merge_mode or "", merge_mode.lower() if merge_mode else None
+            ),
+            hive_style_partitioning=_flag(opts.get(HIVE_STYLE_OPT), True),
+            min_event_time_header=_flag(opts.get(MIN_EVENT_TIME_HEADER_OPT), False),
+        )
+
+    def open_or_create(self) -> HudiTable:
+        """Open the table at ``path``, or create it from these options when no table is there yet.
+
+        Raises:
+            WriteError: the table does not exist and no record key is given.
+        """
+        storage = TableStorage.from_uri(self.path)
+        if storage.exists(".hoodie/hoodie.properties"):
+            return HudiTable.open(self.path)
+        if not self.record_key:
+            raise WriteError(f"no Hudi table at {self.path}; set {RECORD_KEY_OPT} to create one")
+        name = self.table_name or self.path.rstrip("/").rsplit("/", 1)[-1]
+        kwargs: dict[str, Any] = {
+            "partition_by": list(self.partition_by) or None,
+            "ordering_field": self.ordering_field,
+            "event_time_field": self.event_time_field,
+            "min_event_time_header": self.min_event_time_header,
+            "hive_style_partitioning": self.hive_style_partitioning,
+        }
+        if self.buckets is not None:
+            kwargs["buckets"] = self.buckets
+        if self.merge_mode is not None:
+            kwargs["merge_mode"] = self.merge_mode
+        return HudiTable.create(self.path, name, list(self.record_key), **kwargs)
+
+
+@dataclass(frozen=True)
+class StagedRows(WriterCommitMessage):
+    """What a write task staged: an Arrow IPC file under the job's staging folder (``None`` when it had no rows)."""
+
+    path: str | None
+    num_rows: int
+
+
+class HudiEvtWriter(DataSourceArrowWriter):
+    """Maps Spark's data source write protocol onto one Hudi deltacommit.
+
+    The Python Data Source API runs ``write`` once per *input* partition and ``commit`` once on the driver; it has
+    no way to ask Spark to cluster rows by file group before the write tasks. So the tasks only stage their rows
+    (Arrow IPC under ``.hoodie/.temp``), and ``commit`` runs the whole deltacommit with
+    :func:`evt_toolkit.write.writer.write` in the driver's Python worker, where no Spark session is reachable: the
+    file groups are written there, one after the other. For one Spark task per file group use
+    :func:`evt_toolkit.spark.executor.write_dataframe` (or ``HudiTable.write(df, executor=spark_executor(spark))``).
+    A failed task or commit removes the staged rows and leaves the table as it was.
+    """
+
+    def __init__(self, options: WriteOptions, staging: str) -> None:
+        self.options = options
+        self.staging = staging
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedRows:
+        """Stage this task's rows (runs on an executor)."""
+        from pyspark import TaskContext
+
+        batches = [b for b in iterator if b.num_rows]
+        if not batches:
+            return StagedRows(None, 0)
+        table = pa.Table.from_batches(batches)
+        ctx = TaskContext.get()
+        name = f"part-{ctx.partitionId()}-{ctx.taskAttemptId()}.arrow" if ctx else f"part-{uuid.uuid4().hex}.arrow"
+        rel = f"{self.staging}/{name}"
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, table.schema) as w:
+            w.write_table(table)
+        TableStorage.from_uri(self.options.path).write_bytes_atomic(rel, sink.getvalue().to_pybytes())
+        return StagedRows(rel, table.num_rows)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        """Write every staged row as one deltacommit, then drop the staging folder."""
+        storage = TableStorage.from_uri(self.options.path)
+        try:
+            parts = []
+            for m in messages:
+                if isinstance(m, StagedRows) and m.path is not None:
+                    with storage.open_input(m.path) as f:
+                        parts.append(pa.ipc.open_stream(f).read_all())
+            if not parts:
+                return
+            from evt_toolkit.write.writer import write
+
+            write(HudiTable.open(self.options.path), pa.concat_tables(parts), self.options.operation)
+        finally:
+            self._drop_staging(storage)
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        """Drop the staged rows: nothing reached the timeline."""
+        self._drop_staging(TableStorage.from_uri(self.options.path))
+
+    def _drop_staging(self, storage: TableStorage) -> None:
+        with contextlib.suppress(OSError, EvtError):
+            storage.fs.delete_dir(storage.full_path(self.staging))

@@ -1,0 +1,299 @@
+"""Run a deltacommit's file-group tasks on Spark: one Spark task per file group, the driver alone commits.
+
+Two entry points:
+
+* :func:`spark_executor` plugs into :func:`evt_toolkit.write.writer.write` (``executor=``): the writer plans the
+  file groups on the driver and hands over ``(FileGroupWrite, upserts, deletes)`` per group; each group becomes one
+  Spark task (``parallelize`` with one slice per group, the rows as Arrow IPC bytes) that runs
+  :func:`~evt_toolkit.write.task.write_file_group` and returns its write stats. The write token is
+  ``<partitionId>-<stageId>-<taskAttemptId>``, Hudi's ``SparkTaskContextSupplier`` values, so a retried attempt
+  never collides with the files of a failed one.
+* :func:`write_dataframe` writes a Spark DataFrame without collecting it: record key, partition path and bucket
+  are computed on Spark (:func:`prepare_on_spark`), duplicates are resolved there, the driver collects one
+  representative row per file group to let the writer plan and commit, and each file group's rows are shuffled to
+  the one Spark task that writes it.
+
+Example:
+    >>> from evt_toolkit.spark.session import get_or_create_session  # doctest: +SKIP
+    >>> spark = get_or_create_session()  # doctest: +SKIP
+    >>> t = evt.HudiTable.open("/data/trips")  # doctest: +SKIP
+    >>> t.write(spark_df, spark=spark, executor=spark_executor(spark))  # doctest: +SKIP
+    >>> write_dataframe(t, spark_df, "upsert")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from evt_toolkit.errors import WriteError
+from evt_toolkit.write.bucket import bucket_ids
+from evt_toolkit.write.plan import FileGroupWrite, WriteJobSpec
+from evt_toolkit.write.task import partition_paths, prepare_batch, record_keys, write_file_group
+from evt_toolkit.write.writer import Executor, write
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from evt_toolkit.table.table import HudiTable
+
+#: ``task(spec, fg, upserts, deletes, task_partition_id, stage_id, attempt_id) -> write stats``.
+FileGroupTask = Callable[..., list[dict[str, Any]]]
+
+KEY_COLUMN = "_evt_record_key"
+PARTITION_COLUMN = "_evt_partition_path"
+BUCKET_COLUMN = "_evt_bucket_id"
+_SEQ_COLUMN = "_evt_arrival"
+_HELPER_COLUMNS = (KEY_COLUMN, PARTITION_COLUMN, BUCKET_COLUMN)
+
+
+# -- Arrow IPC: how row groups travel between the driver and Spark tasks ----------------------------------------------
+def to_ipc(table: pa.Table) -> bytes:
+    """Serialize ``table`` as an Arrow IPC stream."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as w:
+        w.write_table(table)
+    return bytes(sink.getvalue().to_pybytes())
+
+
+def from_ipc(data: bytes) -> pa.Table:
+    """Read an Arrow IPC stream written by :func:`to_ipc`."""
+    return pa.ipc.open_stream(pa.py_buffer(data)).read_all()
+
+
+def _task_ids() -> tuple[int, int, int]:
+    """``(partitionId, stageId, taskAttemptId)`` of the running Spark task (zeros outside Spark)."""
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    if ctx is None:
+        return 0, 0, 0
+    return ctx.partitionId(), ctx.stageId(), ctx.taskAttemptId()
+
+
+# -- executor for writer.write --------------------------------------------------------------------------------------
+def _run_file_group_tasks(
+    spec: WriteJobSpec, task: FileGroupTask, items: Iterable[tuple[int, FileGroupWrite, bytes, bytes]]
+) -> Iterator[tuple[int, list[dict[str, Any]]]]:
+    partition_id, stage_id, attempt_id = _task_ids()
+    for index, fg, upserts, deletes in items:
+        stats = task(spec, fg, from_ipc(upserts), from_ipc(deletes), partition_id, stage_id, attempt_id)
+        yield index, stats
+
+
+def spark_executor(spark: SparkSession, task: FileGroupTask = write_file_group) -> Executor:
+    """An executor for :func:`evt_toolkit.write.writer.write` that runs one Spark task per file group.
+
+    Args:
+        spark: the session whose cluster runs the tasks.
+        task: the per-file-group function (:func:`write_file_group`; tests wrap it to inject failures).
+
+    Returns:
+        ``executor(spec, [(FileGroupWrite, upserts, deletes), ...]) -> stats per task``, in task order. A failing
+        task fails the job; the writer then leaves the instant inflight, which readers ignore.
+    """
+
+    def run(spec: WriteJobSpec, items: list[tuple[FileGroupWrite, pa.Table, pa.Table]]) -> list[list[dict[str, Any]]]:
+        if not items:
+            return []
+        payload = [(i, fg, to_ipc(up), to_ipc(de)) for i, (fg, up, de) in enumerate(items)]
+        sc = spark.sparkContext
+        sc.setJobDescription(f"hudi_evt deltacommit {spec.instant}: {len(items)} file groups")
+        try:
+            # numSlices == len(payload): ParallelCollectionRDD puts exactly one element in each slice.
+            rdd = sc.parallelize(payload, numSlices=len(payload))
+            results = rdd.mapPartitions(functools.partial(_run_file_group_tasks, spec, task)).collect()
+        finally:
+            sc.setJobDescription(None)  # type: ignore[arg-type]
+        by_index = dict(results)
+        return [by_index[i] for i in range(len(items))]
+
+    return run
+
+
+# -- writing a DataFrame without collecting it -----------------------------------------------------------------------
+def _key_columns_fn(
+    record_key_fields: tuple[str, ...],
+    partition_fields: tuple[str, ...],
+    hive_style: bool,
+    hash_fields: str,
+    num_buckets: int,
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    def add(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            t = pa.Table.from_batches([batch])
+            keys = record_keys(t, record_key_fields)
+            parts = partition_paths(t, partition_fields, hive_style)
+            buckets = pa.array(bucket_ids(keys, hash_fields, num_buckets), pa.int32())
+            out = t.append_column(KEY_COLUMN, keys).append_column(PARTITION_COLUMN, parts)
+            yield from out.append_column(BUCKET_COLUMN, buckets).to_batches()
+
+    return add
+
+
+def prepare_on_spark(table: HudiTable, df: DataFrame) -> DataFrame:
+    """Add record key, partition path and bucket columns on Spark and keep one row per record key.
+
+    The columns come from the writer's own functions (:func:`record_keys`, :func:`partition_paths`,
+    :func:`bucket_ids`), run inside Spark tasks. Duplicates are resolved as the writer's ``prepare_batch`` does
+    (``OverwriteWithLatestAvroPayload.preCombine``): the greatest ordering value wins, a null one loses, and ties go
+    to the row that arrived later (Spark's input order, as ``monotonically_increasing_id`` numbers it).
+
+    Args:
+        table: the target table (for its key, partition, ordering and bucket settings).
+        df: the rows to write.
+
+    Returns:
+        ``df``'s columns plus ``_evt_record_key``, ``_evt_partition_path`` and ``_evt_bucket_id``, one row per key.
+    """
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+
+    cfg = table.config
+    props = cfg.properties
+    num_buckets = int(props.get("hoodie.bucket.index.num.buckets") or 0)
+    if num_buckets <= 0:
+        raise WriteError(
+            f"{table.path}: hoodie.bucket.index.num.buckets is not set; only bucket-index tables are written"
+        )
+    hash_fields = (props.get("hoodie.bucket.index.hash.field") or "").strip() or ",".join(cfg.record_key_fields)
+    fn = _key_columns_fn(
+        cfg.record_key_fields, cfg.partition_fields, cfg.hive_style_partitioning, hash_fields, num_buckets
+    )
+    keyed = df.withColumn(_SEQ_COLUMN, F.monotonically_increasing_id())
+    schema = StructType(
+        [
+            *keyed.schema.fields,
+            StructField(KEY_COLUMN, StringType(), False),
+            StructField(PARTITION_COLUMN, StringType(), False),
+            StructField(BUCKET_COLUMN, IntegerType(), False),
+        ]
+    )
+    keyed = keyed.mapInArrow(fn, schema)
+    order = [F.col(_SEQ_COLUMN).desc()]
+    if cfg.ordering_field and cfg.ordering_field in df.columns:
+        order.insert(0, F.col(cfg.ordering_field).desc_nulls_last())
+    rank = F.row_number().over(Window.partitionBy(KEY_COLUMN).orderBy(*order))
+    return keyed.withColumn("_evt_rank", rank).filter("_evt_rank = 1").drop("_evt_rank", _SEQ_COLUMN)
+
+
+def _write_groups_from_shuffle(
+    spec: WriteJobSpec,
+    task: FileGroupTask,
+    groups: Mapping[int, FileGroupWrite],
+    num_buckets: int,
+    hash_fields: str,
+    items: Iterable[tuple[int, bytes]],
+) -> Iterator[tuple[int, list[dict[str, Any]]]]:
+    pieces: dict[int, list[pa.Table]] = {}
+    for index, data in items:
+        pieces.setdefault(index, []).append(from_ipc(data))
+    partition_id, stage_id, attempt_id = _task_ids()
+    for index, tables in pieces.items():
+        rows = pa.concat_tables(tables).drop_columns(list(_HELPER_COLUMNS))
+        upserts, deletes = prepare_batch(spec, rows, num_buckets, hash_fields)
+        fg = groups[index]
+        if fg.is_new_file_group:
+            deletes = deletes.slice(0, 0)  # as the writer does: no location, nothing to delete
+        yield index, task(spec, fg, upserts, deletes, partition_id, stage_id, attempt_id)
+
+
+def write_dataframe(
+    table: HudiTable,
+    df: DataFrame,
+    operation: str = "upsert",
+    *,
+    task: FileGroupTask = write_file_group,
+    options: Mapping[str, str] | None = None,
+) -> str:
+    """Write a Spark DataFrame as one deltacommit, one Spark task per file group, without collecting it.
+
+    Steps: :func:`prepare_on_spark` keys and de-duplicates the rows on Spark; the driver collects one row per
+    ``(partition path, bucket)`` and lets :func:`evt_toolkit.write.writer.write` validate, allocate the instant,
+    plan the file groups and drive the timeline; the executor it is given ignores the representative rows, ships
+    each group's real rows (Arrow IPC, keyed by the group's task index) to exactly one Spark task, and that task
+    runs ``prepare_batch`` + ``write_file_group``. The write stats in the commit come from those tasks; only the
+    inflight workload profile counts the representative rows.
+
+    Args:
+        table: the table (see :func:`evt_toolkit.write.writer.write` for what it accepts).
+        df: the rows.
+        operation: ``upsert``, ``insert`` or ``delete``.
+        task: the per-file-group function (tests wrap it to inject failures).
+        options: write options passed to the writer.
+
+    Returns:
+        The completed instant.
+
+    Raises:
+        WriteError: a task failed (the instant is left inflight and readers ignore it) or the data is invalid.
+    """
+    spark = df.sparkSession
+    prepared = prepare_on_spark(table, df).cache()
+    try:
+        representatives = prepared.dropDuplicates([PARTITION_COLUMN, BUCKET_COLUMN])
+        sample = representatives.toArrow()
+        if sample.num_rows == 0:
+            return write(table, sample.drop_columns(list(_HELPER_COLUMNS)), operation, executor=spark_executor(spark))
+        props = table.config.properties
+        num_buckets = int(props["hoodie.bucket.index.num.buckets"])
+        hash_fields = (props.get("hoodie.bucket.index.hash.field") or "").strip() or ",".join(
+            table.config.record_key_fields
+        )
+
+        def executor(
+            spec: WriteJobSpec, items: list[tuple[FileGroupWrite, pa.Table, pa.Table]]
+        ) -> list[list[dict[str, Any]]]:
+            if not items:
+                return []
+            groups = {i: fg for i, (fg, _, _) in enumerate(items)}
+            index_of = {(fg.partition_path, fg.bucket): i for i, fg in groups.items()}
+            tagged = prepared.mapInArrow(_tag_fn(index_of), "task int, rows binary")
+            shuffled = tagged.rdd.map(lambda r: (r[0], r[1])).partitionBy(len(items), lambda k: k)
+            run = functools.partial(_write_groups_from_shuffle, spec, task, groups, num_buckets, hash_fields)
+            sc = spark.sparkContext
+            sc.setJobDescription(f"hudi_evt deltacommit {spec.instant}: {len(items)} file groups")
+            try:
+                results = dict(shuffled.mapPartitions(run).collect())
+            finally:
+                sc.setJobDescription(None)  # type: ignore[arg-type]
+            return [results.get(i, []) for i in range(len(items))]
+
+        return write(table, sample.drop_columns(list(_HELPER_COLUMNS)), operation, executor=executor, options=options)
+    finally:
+        prepared.unpersist()
+
+
+def _tag_fn(
+    index_of: Mapping[tuple[str, int], int],
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """Split each input batch by file group: one ``(task index, Arrow IPC rows)`` row per group present."""
+
+    def tag(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import pyarrow.compute as pc
+
+        for batch in batches:
+            t = pa.Table.from_batches([batch])
+            if t.num_rows == 0:
+                continue
+            groups = pa.table({"p": t[PARTITION_COLUMN], "b": t[BUCKET_COLUMN]}).group_by(["p", "b"]).aggregate([])
+            tasks: list[int] = []
+            blobs: list[bytes] = []
+            for p, b in zip(groups["p"].to_pylist(), groups["b"].to_pylist(), strict=True):
+                index = index_of.get((p, b))
+                if index is None:
+                    # Deletes aimed at buckets with no file group are dropped by the writer's plan.
+                    continue
+                mask = pc.and_(pc.equal(t[PARTITION_COLUMN], p), pc.equal(t[BUCKET_COLUMN], b))
+                tasks.append(index)
+                blobs.append(to_ipc(t.filter(mask)))
+            if tasks:
+                yield pa.RecordBatch.from_pydict(
+                    {"task": pa.array(tasks, pa.int32()), "rows": pa.array(blobs, pa.binary())}
+                )
+
+    return tag

@@ -1,0 +1,147 @@
+"""Shared builders and checks for the compaction execution tests."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+import evt_toolkit as evt
+from evt_toolkit.compaction.executor import load_pending_plan
+from evt_toolkit.read.query import TableReader
+from evt_toolkit.read.slice_reader import read_file_slice
+from evt_toolkit.table.fs_view import BaseFile, FileSlice, LogFile
+from tests.normalize import assert_same_rows
+
+BASE = 1_700_000_000_000
+COLUMNS = ["id", "region", "ts", "ev", "v"]
+
+
+def rows(
+    ids: Sequence[int], ts: int, ev: int | Sequence[int], *, deleted: Sequence[bool] | None = None
+) -> pd.DataFrame:
+    """Upsert rows: ``ts`` is the ordering field, ``ev`` the event time as an offset from :data:`BASE`."""
+    n = len(ids)
+    evs = list(ev) if not isinstance(ev, int) else [ev] * n
+    return pd.DataFrame(
+        {
+            "id": pd.array(list(ids), dtype="int64"),
+            "region": [f"r{i % 2}" for i in ids],
+            "ts": pd.array([ts] * n, dtype="int64"),
+            "ev": pd.array([BASE + e for e in evs], dtype="int64"),
+            "v": [float(i * 1000 + ts) for i in ids],
+            "_hoodie_is_deleted": list(deleted) if deleted is not None else [False] * n,
+        }
+    )
+
+
+def deletes(ids: Sequence[int], ts: int) -> pd.DataFrame:
+    """Deletes carrying an ordering value (event-time deletes in EVENT_TIME_ORDERING)."""
+    return pd.DataFrame(
+        {
+            "id": pd.array(list(ids), dtype="int64"),
+            "region": [f"r{i % 2}" for i in ids],
+            "ts": pd.array([ts] * len(ids), dtype="int64"),
+        }
+    )
+
+
+def create(path: Path, merge_mode: str, buckets: int = 2) -> evt.HudiTable:
+    return evt.HudiTable.create(
+        path,
+        "ct",
+        "id",
+        partition_by="region",
+        ordering_field="ts",
+        event_time_field="ev",
+        buckets=buckets,
+        merge_mode=merge_mode,
+    )
+
+
+def history(t: evt.HudiTable) -> None:
+    """A history with late data, an update, a delete later beaten by nothing, and a late lower-ordered update.
+
+    Log order per group: ev≤T batch, delete of 1 (ts 30), ev≤T batch (so the delete is inside the prefix),
+    ev>T batch, late update of 1 with ts 5 and ev>T (a leftover that must keep losing to the delete).
+    """
+    t.write(rows(range(0, 20), 10, 100))
+    t.write(rows(range(10, 30), 20, 150))
+    t.write(deletes([1, 2, 7], 30), "delete")
+    t.write(rows(range(3, 12), 25, 200))
+    t.write(rows(range(25, 40), 40, 400))
+    t.write(rows([1, 2, 4], 5, 450))
+    t.write(rows([5, 6], 60, 500, deleted=[True, False]))
+
+
+def hudi_rs(path: str, ro: bool = False) -> pa.Table:
+    import hudi
+
+    b = hudi.HudiTableBuilder.from_base_uri(path)
+    if ro:
+        b = b.with_option("hoodie.read.use.read_optimized.mode", "true")
+    batches = b.build().read()
+    return pa.Table.from_batches(batches) if batches else pa.table({c: pa.array([], pa.int64()) for c in COLUMNS})
+
+
+def same(a: pa.Table, b: pa.Table, what: str) -> None:
+    assert_same_rows(a, b, COLUMNS if a.num_rows or b.num_rows else [], what)
+
+
+def expected_ro(t: evt.HudiTable, instant: str) -> pa.Table:
+    """RO after the run, computed independently: each op's old base merged with exactly its compacted logs."""
+    _, plan = load_pending_plan(t, instant)
+    reader = TableReader.create(t.storage, t.config, t.timeline)
+    ctx = reader._context(None)
+    parts = []
+    planned = {(op.get("partitionPath") or "", op["fileId"]) for op in plan["operations"]}
+    for op in plan["operations"]:
+        p = op.get("partitionPath") or ""
+        logs = []
+        for name in op["deltaFilePaths"]:
+            rel = f"{p}/{name}" if p else name
+            parsed = __import__("evt_toolkit.format.names", fromlist=["LogFileName"]).LogFileName.parse(name)
+            logs.append(
+                LogFile(
+                    rel,
+                    name,
+                    parsed.file_id,
+                    parsed.base_instant,
+                    parsed.version,
+                    parsed.write_token,
+                    "",
+                    t.storage.size(rel),
+                )
+            )
+        base = None
+        if op.get("dataFilePath"):
+            name = op["dataFilePath"]
+            rel = f"{p}/{name}" if p else name
+            bn = __import__("evt_toolkit.format.names", fromlist=["BaseFileName"]).BaseFileName.parse(name)
+            base = BaseFile(rel, name, bn.file_id, bn.instant, bn.write_token, t.storage.size(rel))
+        parts.append(read_file_slice(ctx, FileSlice(p, op["fileId"], op["baseInstantTime"], base, tuple(logs))))
+    for b in reader.view.latest_base_files():
+        if (b.path.rsplit("/", 1)[0] if "/" in b.path else "", b.file_id) not in planned:
+            parts.append(reader.read_optimized().filter(pc.equal(pc.field("_hoodie_file_name"), b.name)))
+    return pa.concat_tables(parts) if parts else ctx.schema.empty_table()
+
+
+def remaining_logs_ok(t: evt.HudiTable, threshold: int, scheduled_at: str) -> list[str]:
+    """Freshness rule: every remaining log has min event time > T or was written after scheduling."""
+    from evt_toolkit.compaction.event_times import slice_infos
+
+    bad = []
+    for s in slice_infos(t.refresh()):
+        for lf in s.log_files:
+            late = lf.instant is not None and lf.instant >= scheduled_at  # carry-over blocks carry C itself
+            if lf.has_data and not late and (lf.min_event_time is None or lf.min_event_time <= threshold):
+                bad.append(f"{lf.name} min={lf.min_event_time}")
+    return bad
+
+
+def snapshot(t: evt.HudiTable, **kw: Any) -> pa.Table:
+    return t.refresh().read(**kw)
