@@ -61,6 +61,7 @@ from evt_toolkit.format.names import REQUESTED, InstantFileName
 from evt_toolkit.read.merge import EVENT_TIME
 from evt_toolkit.table.timeline import COMPACTION
 from evt_toolkit.write.instants import new_instant_time
+from evt_toolkit.write.plan import CARRY_OVER_KEY
 
 if TYPE_CHECKING:
     from evt_toolkit.table.table import HudiTable
@@ -75,7 +76,7 @@ __all__ = [
 ]
 
 #: ``extraMetadata`` key: ``"true"`` when the plan keeps version 1 of the new slices for a carry-over log.
-EXTRA_CARRY_OVER = "evt.compaction.carry_over"
+EXTRA_CARRY_OVER = CARRY_OVER_KEY
 #: ``extraMetadata`` key: ``"true"`` when records with event time > T stay out of the new base files.
 EXTRA_EXACT_SPLIT = "evt.compaction.exact_split"
 #: Prefix of the RFC's remaining-log figures (plan ``extraMetadata``, copied into ``C.commit``).

@@ -184,6 +184,29 @@ def _newest_first(names: Iterable[str]) -> tuple[str, ...]:
     return tuple(n for _, n in ordered)
 
 
+#: Plan ``extraMetadata`` flag: version 1 of every new slice is kept for the compaction's carry-over log.
+CARRY_OVER_KEY = "evt.compaction.carry_over"
+
+
+def reserved_versions(
+    operation: Mapping[str, Any], compaction_instant: str, plan_extra: Mapping[str, Any] | None
+) -> tuple[int, ...]:
+    """All versions a pending plan operation keeps from writers in slice ``compaction_instant``.
+
+    These are the link versions, plus version 1 when the plan reserves it for a carry-over log (exact split, or
+    event-time tombstones): a write landing between schedule and run must not take it, or the carry-over could no
+    longer replay first.
+
+    Example:
+        >>> reserved_versions({"fileId": "f-0"}, "C", {CARRY_OVER_KEY: "true"})
+        (1,)
+    """
+    versions = set(reserved_link_versions(operation, compaction_instant))
+    if (plan_extra or {}).get(CARRY_OVER_KEY) == "true":
+        versions.add(1)
+    return tuple(sorted(versions))
+
+
 def reserved_link_versions(operation: Mapping[str, Any], compaction_instant: str) -> tuple[int, ...]:
     """Versions of the link names a compaction plan operation reserves in slice ``compaction_instant``.
 

@@ -46,7 +46,7 @@ from evt_toolkit.write.plan import (
     PendingCompactionReservation,
     WriteJobSpec,
     plan_file_group_writes,
-    reserved_link_versions,
+    reserved_versions,
 )
 from evt_toolkit.write.task import BUCKET_COLUMN, check_required_fields, prepare_batch, write_file_group
 
@@ -204,10 +204,11 @@ def _pending_reservations(table: HudiTable) -> list[PendingCompactionReservation
     out: list[PendingCompactionReservation] = []
     for inst in table.timeline.pending_compactions():
         plan = table.timeline.compaction_plan(inst)
+        extra = plan.get("extraMetadata") or {}
         for op in plan.get("operations") or []:
             out.append(
                 PendingCompactionReservation(
-                    op.get("partitionPath") or "", op["fileId"], inst.time, reserved_link_versions(op, inst.time)
+                    op.get("partitionPath") or "", op["fileId"], inst.time, reserved_versions(op, inst.time, extra)
                 )
             )
     return out

@@ -169,3 +169,14 @@ def test_new_instants_are_strictly_increasing_within_a_process() -> None:
     now = datetime(2040, 1, 1, tzinfo=UTC)
     seen = [new_instant_time([], "UTC", now=now) for _ in range(50)]
     assert seen == sorted(seen) and len(set(seen)) == 50
+
+
+def test_carry_over_plans_reserve_version_one_for_writers() -> None:
+    """A pending plan with a carry-over keeps version 1 of its new slices, besides the link versions."""
+    from evt_toolkit.write.plan import CARRY_OVER_KEY, reserved_versions
+
+    op = {"fileId": "f-0", "symlinkOperations": [{"symlink": ".f-0_C.log.2_1-0-1", "target": ".f-0_B.log.3_0-1-1"}]}
+    assert reserved_versions(op, "C", {CARRY_OVER_KEY: "true"}) == (1, 2)
+    assert reserved_versions(op, "C", {CARRY_OVER_KEY: "false"}) == (2,)
+    assert reserved_versions({"fileId": "f-0"}, "C", None) == ()
+    assert next_log_version([], reserved_versions({"fileId": "f-0"}, "C", {CARRY_OVER_KEY: "true"})) == 2
