@@ -1,7 +1,9 @@
 """``evt`` — the command line.
 
 ``evt inspect <table>`` prints a table's timeline, latest file slices and log-block headers (with min event time and
-its source). ``--json`` prints the same as JSON for scripts.
+its source). ``--json`` prints the same as JSON for scripts. Compaction commands (``preview``, ``schedule``, ``run``,
+``validate``, ``unschedule``, ``metrics``) live in :mod:`evt_toolkit.cli_compaction`, the demo builders in
+:mod:`evt_toolkit.demo.cli`.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import pyarrow as pa
 from rich.console import Console
 from rich.table import Table
 
+from evt_toolkit.cli_compaction import add_compaction_parsers
+from evt_toolkit.demo.cli import add_demo_parser
 from evt_toolkit.errors import EvtError
 from evt_toolkit.table.inspect import schema_summary
 from evt_toolkit.table.table import HudiTable
@@ -199,6 +203,9 @@ def build_parser() -> argparse.ArgumentParser:
     rd.add_argument("--limit", type=int, default=20)
     rd.add_argument("--json", action="store_true")
     rd.set_defaults(func=cmd_read)
+
+    add_compaction_parsers(sub)
+    add_demo_parser(sub)
     return p
 
 

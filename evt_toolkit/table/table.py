@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -16,6 +16,11 @@ from evt_toolkit.table.config import TableConfig, load_table_config
 from evt_toolkit.table.fs_view import FileSystemView, list_table_files
 from evt_toolkit.table.inspect import Inspect
 from evt_toolkit.table.timeline import Timeline
+
+if TYPE_CHECKING:
+    from evt_toolkit.compaction.freshness import Freshness
+    from evt_toolkit.compaction.metrics import TableMetrics
+    from evt_toolkit.compaction.namespace import CompactionNamespace
 
 FILE_SLICES_SCHEMA = pa.schema(
     [
@@ -111,7 +116,11 @@ class HudiTable:
     ) -> str:
         """Write a batch (Arrow, pandas or Spark) as one deltacommit and return its instant.
 
-        See :func:`evt_toolkit.write.writer.write`.
+        With ``spark``, the file-group tasks run as one Spark task per file group: a Spark DataFrame is keyed,
+        de-duplicated and shuffled on Spark and never collected to the driver
+        (:func:`evt_toolkit.spark.executor.write_dataframe`); Arrow or pandas data is planned on the driver and
+        its tasks shipped to Spark (:func:`evt_toolkit.spark.executor.spark_executor`). Without ``spark`` the
+        tasks run in this process. See :func:`evt_toolkit.write.writer.write`.
 
         Example:
             >>> t.write(pa.table({"uuid": ["a"], "ts": [1], "city": ["x"]}))  # doctest: +SKIP
@@ -119,6 +128,12 @@ class HudiTable:
         """
         from evt_toolkit.write.writer import write
 
+        if spark is not None and executor is None:
+            from evt_toolkit.spark.executor import spark_executor, write_dataframe
+
+            if type(data).__module__.startswith("pyspark"):
+                return write_dataframe(self, data, operation, options=options)
+            executor = spark_executor(spark)
         return write(self, data, operation, spark, executor=executor, options=options)
 
     # -- state ----------------------------------------------------------------------------------------
@@ -216,3 +231,37 @@ class HudiTable:
 
     def __repr__(self) -> str:
         return f"HudiTable({self.config.name!r}, {self.config.table_type}, v{self.config.version}, path={self.path!r})"
+
+    # -- compaction, freshness, metrics ----------------------------------------------------------------------
+    @cached_property
+    def compaction(self) -> CompactionNamespace:
+        """Preview, schedule, run, validate and unschedule compactions (:class:`CompactionNamespace`).
+
+        Example:
+            >>> t.compaction.pending()  # doctest: +SKIP
+            []
+        """
+        from evt_toolkit.compaction.namespace import CompactionNamespace
+
+        return CompactionNamespace(self)
+
+    def ro_freshness(self, now_ms: int | None = None) -> Freshness:
+        """The RO view's freshness T, with late data; see :func:`evt_toolkit.compaction.freshness.ro_freshness`.
+
+        Example:
+            >>> t.ro_freshness().threshold_ms  # doctest: +SKIP
+            1735689600000
+        """
+        from evt_toolkit.compaction.freshness import ro_freshness
+
+        return ro_freshness(self, now_ms=now_ms)
+
+    def metrics(self, now_ms: int | None = None) -> TableMetrics:
+        """The RFC's compaction metrics; see :func:`evt_toolkit.compaction.metrics.metrics`.
+
+        Example:
+            >>> print(t.metrics().to_prometheus())  # doctest: +SKIP
+        """
+        from evt_toolkit.compaction.metrics import metrics
+
+        return metrics(self, now_ms)
