@@ -1,0 +1,350 @@
+"""The widget models, without a browser: each answer is checked against the table API it wraps.
+
+Tables: a private copy of the one-day demo (``tests.widgets.demo_table``: 3 partitions × 4 buckets, ~145 log files,
+event time ``sched_dep_ts`` in epoch ms, every log's min event time from write stats) and the real Hudi fixtures
+``mor_table_uncommitted_log_v6`` (log 1 written by an inflight deltacommit) and ``mor_table_corrupt_tail_block``.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow.compute as pc
+import pytest
+
+import evt_toolkit as evt
+from evt_toolkit.compaction.event_times import slice_infos
+from evt_toolkit.compaction.model import LogFileInfo, SliceInfo
+from evt_toolkit.compaction.preview import preview
+from evt_toolkit.compaction.strategy import (
+    CompactionStrategyError,
+    EventTimeBasedCompactionStrategy,
+    LogFileSizeBasedCompactionStrategy,
+    UnBoundedCompactionStrategy,
+)
+from evt_toolkit.widgets.models import (
+    HEATMAP_SLICE_THRESHOLD,
+    CompactionRunnerModel,
+    DistributionModel,
+    InvalidActionError,
+    LogHeaderModel,
+    ThresholdPreviewModel,
+    TimelineModel,
+    format_ms,
+)
+from tests.conftest import SKIP_NO_SHARED, fixture_table_path
+from tests.widgets import demo_table
+
+NOW = 1_900_000_000_000  # a fixed "compaction time", long after the 2013 demo events
+
+
+def _timeline_files(t: evt.HudiTable) -> list[str]:
+    root = Path(t.path.removeprefix("file://")) / ".hoodie"
+    return sorted(p.name for p in root.iterdir() if p.is_file())
+
+
+def _thresholds(m: ThresholdPreviewModel) -> list[int]:
+    assert m.range_ms is not None
+    lo, hi = m.range_ms
+    return [lo - 1, lo, lo + (hi - lo) // 4, lo + (hi - lo) // 2, hi - 1, hi]
+
+
+def _synthetic(n_slices: int, logs_per_slice: int = 3, seed: int = 0) -> list[SliceInfo]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n_slices):
+        fid = f"fg-{i:05d}"
+        mins = np.sort(rng.integers(0, 1_000_000, logs_per_slice))
+        logs = tuple(
+            LogFileInfo.synthetic(fid, v + 1, size=1000 + v, min_event_time=int(mins[v]), partition_path=f"p{i % 7}")
+            for v in range(logs_per_slice)
+        )
+        out.append(SliceInfo(f"p{i % 7}", fid, "20250101000000000", f"{fid}.parquet", 10_000, logs))
+    return out
+
+
+# -- threshold preview ------------------------------------------------------------------------------------------------
+
+
+def test_preview_model_follows_compaction_preview(tmp_path: Path) -> None:
+    """Moving T gives exactly what ``table.compaction.preview`` says for the same strategy, totals and per slice."""
+    t = demo_table(tmp_path / "t")
+    m = ThresholdPreviewModel(t, now_ms=NOW)
+    seen = set()
+    for threshold in _thresholds(m):
+        m.set_threshold(threshold)
+        want = t.compaction.preview(EventTimeBasedCompactionStrategy(threshold=threshold), now_ms=NOW)
+        s = want.summary
+        assert m.totals["selected_logs"] == s.logs_compacted
+        assert m.totals["kept_logs"] == s.logs_total - s.logs_compacted
+        assert m.totals["links"] == s.links
+        assert m.totals["bytes_read"] == s.bytes_read
+        assert m.totals["bytes_written"] == s.bytes_written_estimate
+        assert m.totals["full_bytes_read"] == s.full_bytes_read
+        assert m.freshness == s.ro_freshness_ms == threshold
+        for col in ("file_id", "selected", "logs_compacted", "compacted_log_files", "remaining_log_files", "links"):
+            assert m.per_slice.column(col).to_pylist() == want.per_slice.column(col).to_pylist(), (threshold, col)
+        seen.add(s.logs_compacted)
+    assert len(seen) >= 4  # the thresholds really moved the selection
+    assert m.totals["selected_logs"] == m.totals["logs_total"]  # T = newest min event time: every log
+
+
+def test_preview_model_strategies_match_compaction_preview(tmp_path: Path) -> None:
+    t = demo_table(tmp_path / "t")
+    m = ThresholdPreviewModel(t, now_ms=NOW)
+    for name, strategy in (
+        ("log_file_size", LogFileSizeBasedCompactionStrategy()),
+        ("unbounded", UnBoundedCompactionStrategy()),
+    ):
+        m.set_strategy(name)
+        want = t.compaction.preview(strategy, now_ms=NOW)
+        assert m.totals["selected_logs"] == want.summary.logs_compacted == want.summary.logs_total
+        assert m.per_slice.column("selected").to_pylist() == want.per_slice.column("selected").to_pylist()
+        assert m.freshness is None and "does not bound event time" in m.freshness_text
+    # The demo's partitions are origin=EWR...: Hudi's day-based strategy refuses them, and the model keeps its state.
+    with pytest.raises(CompactionStrategyError, match="origin="):
+        m.set_strategy("day_based")
+    assert m.strategy_name == "unbounded"
+    with pytest.raises(InvalidActionError):
+        m.set_strategy("nope")
+    m.set_strategy("event_time")
+    assert m.totals["threshold_ms"] == m.threshold_ms
+
+
+def test_preview_model_threshold_modes(tmp_path: Path) -> None:
+    t = demo_table(tmp_path / "t")
+    m = ThresholdPreviewModel(t, now_ms=NOW)
+    m.set_mode("data_latency", 3_600_000)
+    assert m.threshold_ms == NOW - 3_600_000
+    assert m.totals["selected_logs"] == m.totals["logs_total"]
+    s = m.strategy()
+    assert isinstance(s, EventTimeBasedCompactionStrategy) and s.mode == "data_latency"
+    max_et = max(lf.max_event_time or 0 for sl in m.slices for lf in sl.log_files)
+    m.set_mode("allowed_lateness", 6 * 3_600_000)
+    assert m.threshold_ms == max_et - 6 * 3_600_000
+    want = t.compaction.preview(EventTimeBasedCompactionStrategy(allowed_lateness=6 * 3_600_000), now_ms=NOW)
+    assert m.totals["selected_logs"] == want.summary.logs_compacted
+    m.set_threshold("2013-01-01T12:00:00Z")
+    assert m.threshold_mode == "threshold" and m.threshold_ms == 1357041600000
+    assert m.strategy().threshold_ms == 1357041600000  # type: ignore[attr-defined]
+
+
+def test_preview_model_on_10k_synthetic_slices() -> None:
+    """Interactive at scale: the columnar model is built once, each threshold move recomputes only the prefix."""
+    slices = _synthetic(10_000)
+    m = ThresholdPreviewModel(slices=slices, now_ms=NOW)
+    timings = []
+    for threshold in (100_000, 500_000, 900_000):
+        started = time.perf_counter()
+        m.set_threshold(threshold)
+        timings.append(time.perf_counter() - started)
+        want = preview(slices, EventTimeBasedCompactionStrategy(threshold=threshold), now_ms=NOW)
+        assert m.totals["selected_logs"] == want.summary.logs_compacted
+        frame = m.chart_frame()
+        assert len(frame) <= HEATMAP_SLICE_THRESHOLD  # aggregated for the chart (7 partitions)
+        assert int(frame["compacted"].sum()) == m.totals["selected_logs"]
+    # Loose bound only: timing belongs in bench/, this guards against an accidental per-slice Python loop.
+    assert min(timings) < 2.0, timings
+
+
+def test_preview_chart_frame_bins_many_partitions() -> None:
+    slices = [
+        SliceInfo(f"p{i}", f"f{i}", "1", None, None, (LogFileInfo.synthetic(f"f{i}", 1, min_event_time=i),))
+        for i in range(450)
+    ]
+    m = ThresholdPreviewModel(slices=slices, now_ms=NOW, threshold=224)
+    frame = m.chart_frame(max_bars=100)
+    assert len(frame) == 100
+    assert int(frame["compacted"].sum()) == 225 and int(frame["kept"].sum()) == 225
+
+
+# -- log header inspector ---------------------------------------------------------------------------------------------
+
+
+def test_inspector_cascade_matches_file_slices(tmp_path: Path) -> None:
+    t = demo_table(tmp_path / "t")
+    m = LogHeaderModel(t)
+    fs = t.file_slices().to_pylist()
+    assert m.options["partition"] == sorted({r["partition_path"] for r in fs})
+    for p in m.options["partition"]:
+        assert m.file_groups(p) == sorted(r["file_id"] for r in fs if r["partition_path"] == p)
+    for r in fs[:4]:
+        sel = m.select(partition=r["partition_path"], file_id=r["file_id"])
+        assert sel.base_instant == r["base_instant"]  # latest slice by default
+        assert m.options["log_file"] == r["log_files"]
+        assert sel.log_file == r["log_files"][0]
+        last = m.select(r["partition_path"], r["file_id"], r["base_instant"], r["log_files"][-1])
+        blocks = t.inspect.log_blocks(r["partition_path"], r["file_id"])
+        mine = blocks.filter(pc.equal(blocks.column("log_file"), last.log_file)).to_pylist()
+        assert [(b.offset, b.size, b.block_type, b.instant_time, b.min_event_time) for b in m.rows] == [
+            (x["offset"], x["size"], x["block_type"], x["instant_time"], x["min_event_time"]) for x in mine
+        ]
+        assert all(b.status == "ok" and b.min_event_time_source == "write_stats" for b in m.rows)
+    details = m.header_details(0)
+    assert details["INSTANT_TIME"] == m.rows[0].instant_time
+    assert '"fields"' in details["SCHEMA"] and "sched_dep_ts" in details["SCHEMA"]
+    assert m.rows[0].schema.startswith("_hoodie_commit_time")
+    # A partition change resets the lower levels to that partition's first options.
+    sel = m.select(partition=m.options["partition"][-1])
+    assert sel.file_id == m.file_groups(sel.partition or "")[0]
+    with pytest.raises(IndexError):
+        m.header_details(99)
+
+
+@SKIP_NO_SHARED
+def test_inspector_marks_uncommitted_block() -> None:
+    t = evt.HudiTable.open(fixture_table_path("mor_table_uncommitted_log_v6"))
+    inflight = [i.time for i in t.timeline.instants if not i.is_completed]
+    m = LogHeaderModel(t)
+    statuses = {}
+    for lf in m.options["log_file"]:
+        m.select(m.selected.partition, m.selected.file_id, m.selected.base_instant, lf)
+        statuses.update({b.instant_time: b.status for b in m.rows})
+    assert inflight and all(statuses[i] == "uncommitted" for i in inflight)
+    assert "ok" in statuses.values()
+    assert "INSTANT_TIME" in m.header_details(0) and "SCHEMA" in m.header_details(0)
+
+
+@SKIP_NO_SHARED
+def test_inspector_marks_corrupt_block() -> None:
+    t = evt.HudiTable.open(fixture_table_path("mor_table_corrupt_tail_block"))
+    m = LogHeaderModel(t)
+    found = []
+    for lf in m.options["log_file"]:
+        m.select(m.selected.partition, m.selected.file_id, m.selected.base_instant, lf)
+        found += [b for b in m.rows if b.status == "corrupt"]
+    assert len(found) == 1 and "past EOF" in (found[0].corrupt_reason or "")
+
+
+# -- distribution -----------------------------------------------------------------------------------------------------
+
+
+def test_distribution_frames_match_slice_infos(tmp_path: Path) -> None:
+    t = demo_table(tmp_path / "t")
+    m = DistributionModel(t, threshold="2013-01-01T12:00:00Z")
+    infos = slice_infos(t)
+    want = sorted(
+        (lf.name, lf.min_event_time) for s in infos for lf in s.log_files if lf.has_data and lf.min_event_time
+    )
+    assert sorted(zip(m.points["log_file"], m.points["min_event_time"], strict=True)) == want
+    per = m.per_slice()
+    assert int(per["logs"].sum()) == len(want)
+    assert int(per["min"].min()) == min(v for _, v in want)
+    assert int(m.histogram(bins=20)["count"].sum()) == len(want)
+    hm = m.heatmap(time_bins=24)
+    assert hm.shape == (len(infos), 24) and int(hm.to_numpy().sum()) == len(want)
+    assert m.logs_at_or_below_threshold() == sum(1 for _, v in want if v <= 1357041600000)
+    assert not m.use_heatmap  # 12 slices
+    m.set_mode("heatmap")
+    assert m.use_heatmap
+    assert str(m.points["time"].iloc[0]).startswith("2013-01-01")
+
+
+def test_distribution_heatmap_above_slice_threshold() -> None:
+    def slices(n: int) -> list[SliceInfo]:
+        return [
+            SliceInfo("p", f"f{i}", "1", None, None, (LogFileInfo.synthetic(f"f{i}", 1, min_event_time=i * 1000),))
+            for i in range(n)
+        ]
+
+    assert not DistributionModel(slices=slices(HEATMAP_SLICE_THRESHOLD)).use_heatmap
+    big = DistributionModel(slices=slices(HEATMAP_SLICE_THRESHOLD + 1))
+    assert big.use_heatmap
+    big.set_mode("strip")
+    assert not big.use_heatmap
+    with pytest.raises(InvalidActionError):
+        big.set_mode("pie")
+
+
+# -- runner -----------------------------------------------------------------------------------------------------------
+
+
+def test_runner_schedule_run_validate(tmp_path: Path) -> None:
+    t = demo_table(tmp_path / "t")
+    threshold = 1357045200000  # 2013-01-01 13:00 UTC
+    m = CompactionRunnerModel(t, EventTimeBasedCompactionStrategy(threshold=threshold))
+    events = []
+    c = m.schedule()
+    assert c is not None and m.state == "scheduled" and m.last_error is None
+    assert c.threshold == threshold
+    assert m.freshness_before is not None and m.freshness_before.threshold_ms is None
+    assert m.validate() is not None and m.validation is not None and m.validation.ok
+    result = m.run(progress=events.append)
+    assert result is not None and m.state == "done", m.last_error
+    assert m.freshness_after is not None and m.freshness_after.threshold_ms == threshold
+    assert m.check is not None and m.check.ok and m.check.snapshot_rows_le_t > 0 and m.check.missing_from_ro == 0
+    assert events and events[-1].stage == "commit"
+    done, total = m.progress_fraction()
+    assert done == total == c.operations + 1
+    assert t.compaction.validate(c).ok
+    # A second plan may follow a completed one.
+    m.set_threshold(threshold + 3_600_000)
+    assert m.schedule() is not None and m.state == "scheduled"
+
+
+def test_runner_invalid_actions_leave_table_unchanged(tmp_path: Path) -> None:
+    t = demo_table(tmp_path / "t")
+    before = _timeline_files(t)
+    m = CompactionRunnerModel(t)
+    assert m.run() is None
+    assert m.state == "idle" and m.last_error is not None and "schedule a compaction first" in m.last_error
+    assert m.validate() is None and m.unschedule() is None
+    assert m.set_threshold("not a time") is None
+    assert m.last_error is not None and "InvalidThresholdError" in m.last_error
+    m.set_threshold("2999-01-01T00:00:00Z")  # later than compaction time − data latency
+    assert m.schedule() is None
+    assert m.state == "idle" and m.last_error is not None and "later than" in m.last_error
+    assert _timeline_files(t) == before
+    with pytest.raises(InvalidActionError):
+        m.set_links(link_mode="hardlink")
+
+
+def test_runner_unschedule_dry_run_then_real(tmp_path: Path) -> None:
+    t = demo_table(tmp_path / "t")
+    before = _timeline_files(t)
+    m = CompactionRunnerModel(t, EventTimeBasedCompactionStrategy(threshold=1357045200000))
+    c = m.schedule()
+    assert c is not None and _timeline_files(t) != before
+    assert m.schedule() is None and m.last_error is not None and "cannot schedule while scheduled" in m.last_error
+    report = m.unschedule()
+    assert report is not None and not report.deleted and report.files_to_delete and m.state == "scheduled"
+    report = m.unschedule(dry_run=False)
+    assert report is not None and m.state == "idle", m.last_error
+    assert _timeline_files(t) == before
+
+
+def test_runner_takes_strategy_from_preview_model(tmp_path: Path) -> None:
+    t = demo_table(tmp_path / "t")
+    p = ThresholdPreviewModel(t, now_ms=NOW, threshold="2013-01-01T15:00:00Z")
+    m = CompactionRunnerModel(t, p)
+    p.set_threshold("2013-01-01T16:00:00Z")
+    c = m.schedule()
+    assert c is not None and c.threshold == 1357056000000
+    assert c.operations == p.totals["slices_selected"] and len(c.links) == p.totals["links"]
+
+
+# -- timeline ---------------------------------------------------------------------------------------------------------
+
+
+def test_timeline_model_rows_and_pending_plan(tmp_path: Path) -> None:
+    t = demo_table(tmp_path / "t")
+    m = TimelineModel(t)
+    assert [(r.time, r.action) for r in m.rows] == [(i.time, i.action) for i in t.timeline.instants]
+    assert all(r.state == "COMPLETED" and r.plan is None for r in m.rows)
+    c = t.compaction.schedule(EventTimeBasedCompactionStrategy(threshold=1357045200000))
+    assert c is not None
+    m.refresh()
+    (plan,) = m.pending_plans
+    assert (plan.instant, plan.operations, plan.links, plan.threshold_ms) == (
+        c.instant,
+        c.operations,
+        len(c.links),
+        1357045200000,
+    )
+    assert plan.strategy == "EventTimeBasedCompactionStrategy" and plan.link_mode == "copy"
+    assert plan.log_files == sum(len(op["deltaFilePaths"]) for op in c.plan["operations"])
+    frame = m.frame()
+    assert frame.iloc[-1]["state"] == "REQUESTED" and frame.iloc[-1]["operations"] == c.operations
+    assert format_ms(plan.threshold_ms) == "2013-01-01 13:00:00 UTC"
