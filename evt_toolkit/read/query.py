@@ -75,6 +75,13 @@ class TableReader:
             or "complex" in (self.config.key_generator or "").lower(),
         )
 
+    def _check_retained(self, as_of: str) -> None:
+        """Refuse time travel before the last clean's earliest retained commit, as Hudi's
+        ``TimelineUtils.validateTimestampAsOf`` does: the files that state needs may be gone."""
+        from evt_toolkit.services.clean import check_as_of
+
+        check_as_of(self.timeline, self.view, as_of, self.storage.uri)
+
     def _project(self, table: pa.Table, columns: Sequence[str] | None) -> pa.Table:
         if columns is None:
             return table
@@ -91,6 +98,7 @@ class TableReader:
         """Snapshot (``_rt``) view, optionally as of an instant (time travel)."""
         if as_of is not None:
             as_of = normalize_instant(as_of, "as_of")
+            self._check_retained(as_of)
             query_instant: str | None = as_of
         else:
             last = self.timeline.last_completed_commit()
@@ -106,6 +114,7 @@ class TableReader:
         """Read-optimized (``_ro``) view: latest committed base files only."""
         if as_of is not None:
             as_of = normalize_instant(as_of, "as_of")
+            self._check_retained(as_of)
         ctx = self._context(as_of)
         parts = [read_base_file(ctx, b) for b in self.view.latest_base_files(as_of)]
         return self._project(self._concat(parts, ctx.schema), columns)

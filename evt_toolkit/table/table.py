@@ -265,3 +265,47 @@ class HudiTable:
         from evt_toolkit.compaction.metrics import metrics
 
         return metrics(self, now_ms)
+
+    # -- table services: clean and rollback ------------------------------------------------------------------------
+    def clean(
+        self, policy: str = "KEEP_LATEST_COMMITS", retained: int | None = None, dry_run: bool = True
+    ) -> CleanResult:
+        """Delete old file slices with Hudi's cleaner policies, never a file a live link or pending plan needs.
+
+        A dry run (the default) returns exactly the files the real run deletes; a real run writes a Hudi clean
+        instant (``clean.requested``/``.inflight``/``clean``). See :func:`evt_toolkit.services.clean.clean`.
+
+        Args:
+            policy: ``KEEP_LATEST_COMMITS`` or ``KEEP_LATEST_FILE_VERSIONS``.
+            retained: commits (default 10) or file versions (default 3) to retain.
+            dry_run: only report.
+
+        Returns:
+            A :class:`evt_toolkit.services.clean.CleanResult`.
+
+        Example:
+            >>> t.clean(retained=2).files  # doctest: +SKIP
+        """
+        from evt_toolkit.services.clean import clean
+
+        return clean(self, policy, retained, dry_run=dry_run)
+
+    def rollback(self, instant: str) -> RollbackResult:
+        """Roll back a failed deltacommit (or the last completed one) or an inflight compaction.
+
+        See :func:`evt_toolkit.services.rollback.rollback`.
+
+        Returns:
+            A :class:`evt_toolkit.services.rollback.RollbackResult`.
+
+        Example:
+            >>> t.rollback("20250101000000000").deleted  # doctest: +SKIP
+        """
+        from evt_toolkit.services.rollback import rollback
+
+        return rollback(self, instant)
+
+
+if TYPE_CHECKING:  # the result types of clean() and rollback() above
+    from evt_toolkit.services.clean import CleanResult
+    from evt_toolkit.services.rollback import RollbackResult

@@ -1,0 +1,508 @@
+"""Running a clean: gather the table's facts, plan (:mod:`~evt_toolkit.services.clean_planner`), write the instants.
+
+As Hudi's ``CleanPlanActionExecutor`` / ``CleanActionExecutor`` do on a v6 table (``hudi-format.md`` §2 and §10):
+
+1. the plan is computed; an empty plan writes nothing;
+2. ``T.clean.requested`` — ``HoodieCleanerPlan`` version 2, with ``filePathsToBeDeletedPerPartition`` holding full
+   paths (Hadoop style, ``file:/…`` on a local file system) and the legacy ``filesToBeDeletedPerPartition`` empty;
+3. ``T.clean.inflight`` — the same bytes again;
+4. the files are deleted (symlinks first, so that no link is ever left pointing at a file already gone);
+5. ``T.clean`` — ``HoodieCleanMetadata`` version 2.
+
+A clean left pending by a crash is finished first, from its own plan, as ``BaseHoodieTableServiceClient.clean`` runs
+pending cleans before scheduling a new one; the call then returns that clean and a new call plans the next one.
+The dry run (the default, as delta-rs ``vacuum``) returns exactly what the real run would delete and writes nothing.
+
+Example:
+    >>> t.clean(policy="KEEP_LATEST_COMMITS", retained=2).files  # doctest: +SKIP
+    ('region=r0/.00000000-…_20250101000000000.log.1_0-0-0', ...)
+    >>> t.clean(retained=2, dry_run=False).instant  # doctest: +SKIP
+    '20250101000500000'
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from evt_toolkit.errors import (
+    EvtError,
+    ReadError,
+    StorageError,
+    TimelineError,
+    UnsupportedFeatureError,
+    UnsupportedTableError,
+)
+from evt_toolkit.faults import fault_point
+from evt_toolkit.format.metadata import encode_avro_container, load_schema
+from evt_toolkit.format.names import COMPLETED, INFLIGHT, REQUESTED, BaseFileName, InstantFileName, LogFileName
+from evt_toolkit.services.clean_planner import (
+    DEFAULT_COMMITS_RETAINED,
+    DEFAULT_FILE_VERSIONS_RETAINED,
+    KEEP_LATEST_COMMITS,
+    CleanInputs,
+    CleanPlan,
+    InstantRef,
+    plan_clean,
+)
+from evt_toolkit.services.links import Link, LinkGraph, links_from_commit, links_from_plan
+from evt_toolkit.table.fs_view import FileGroup, FileSystemView, list_table_files
+from evt_toolkit.table.timeline import (
+    CLEAN,
+    COMMIT,
+    COMPACTION,
+    LOG_COMPACTION,
+    SAVEPOINT,
+    WRITE_ACTIONS,
+    Timeline,
+)
+from evt_toolkit.write.instants import new_instant_time
+
+if TYPE_CHECKING:
+    from evt_toolkit.storage.fs import TableStorage
+    from evt_toolkit.table.table import HudiTable
+
+__all__ = [
+    "CleanResult",
+    "check_as_of",
+    "check_time_travel",
+    "clean",
+    "earliest_retained",
+    "earliest_retained_in",
+    "gather_clean_inputs",
+    "hadoop_path",
+    "relative_path",
+    "table_links",
+]
+
+#: ``CleanPlanner.LATEST_CLEAN_PLAN_VERSION`` / ``CleanerUtils.CLEAN_METADATA_VERSION_2``.
+CLEAN_PLAN_VERSION = 2
+CLEAN_METADATA_VERSION = 2
+
+
+@dataclass(frozen=True, slots=True)
+class CleanResult:
+    """What a clean did (or, for a dry run, would do).
+
+    Attributes:
+        instant: the clean instant; ``None`` for a dry run or when there was nothing to clean.
+        policy: the cleaner policy.
+        retained: commits or file versions retained.
+        earliest_commit_to_retain: the ECTR (KEEP_LATEST_COMMITS), else ``None``.
+        files: the files of the plan, relative to the base path, sorted.
+        deleted: the files actually deleted (empty for a dry run).
+        failed: files of the plan that could not be deleted (already gone, or an error).
+        kept_for_links: files the policy would delete but a surviving symlink needs.
+        dry_run: whether nothing was touched.
+        resumed: the clean finished here was a pending one (left by a crash), not a new plan.
+    """
+
+    instant: str | None
+    policy: str
+    retained: int
+    earliest_commit_to_retain: str | None
+    files: tuple[str, ...]
+    deleted: tuple[str, ...]
+    failed: tuple[str, ...]
+    kept_for_links: tuple[str, ...]
+    dry_run: bool
+    resumed: bool = False
+
+
+# -- paths ---------------------------------------------------------------------------------------------------------
+
+
+def hadoop_path(storage: TableStorage, rel: str) -> str:
+    """The full path Hudi records for ``rel`` (``Path.toString()``): ``file:/abs/…`` locally, else the URI."""
+    if storage.is_local:
+        return "file:" + storage.full_path(rel)
+    return storage.uri.rstrip("/") + "/" + rel
+
+
+def relative_path(storage: TableStorage, full: str) -> str:
+    """Inverse of :func:`hadoop_path` (also accepts bare absolute paths and ``file://`` URIs).
+
+    Raises:
+        TimelineError: the path is not under the table's base path.
+    """
+    candidates = [storage.uri.rstrip("/") + "/", storage.base_path.rstrip("/") + "/"]
+    text = full
+    if text.startswith("file://"):
+        text = text[len("file://") :]
+    elif text.startswith("file:"):
+        text = text[len("file:") :]
+    for prefix in candidates:
+        if text.startswith(prefix):
+            return text[len(prefix) :]
+        if full.startswith(prefix):
+            return full[len(prefix) :]
+    raise TimelineError(f"{full} is not under the table base path {storage.uri}")
+
+
+# -- gathering -------------------------------------------------------------------------------------------------------
+
+
+def _storage_symlinks(storage: TableStorage, paths: list[str]) -> dict[str, str]:
+    """``link -> target`` (relative paths) of the listed data files that are symlinks (local storage only)."""
+    if not storage.is_local:
+        return {}
+    out: dict[str, str] = {}
+    for rel in paths:
+        full = storage.full_path(rel)
+        if os.path.islink(full):
+            dest = os.readlink(full)
+            target = os.path.normpath(os.path.join(os.path.dirname(full), dest))
+            out[rel] = posixpath.relpath(target, storage.base_path)
+    return out
+
+
+def table_links(table: HudiTable) -> list[Link]:
+    """Every link recorded on the timeline: pending plans' ``symlinkOperations`` and completed commits' links.
+
+    A completed compaction without ``evt.compaction.links`` in its commit (written by another tool) falls back to
+    its plan, which stays on the timeline as ``C.compaction.requested``.
+    """
+    tl = table.timeline
+    out: list[Link] = []
+    for inst in tl.instants:
+        if inst.action in (COMPACTION, LOG_COMPACTION) and not inst.is_completed:
+            out.extend(links_from_plan(tl.compaction_plan(inst), inst.time))
+        elif inst.action == COMMIT and inst.is_completed:
+            meta = tl.commit_metadata(inst)
+            if not meta.get("compacted"):
+                continue
+            found = links_from_commit(meta, inst.time, tl.state_file(inst) or "")
+            if not found and "evt.compaction.links" not in (meta.get("extraMetadata") or {}):
+                try:
+                    found = links_from_plan(tl.compaction_plan(inst), inst.time)
+                except TimelineError:
+                    found = []
+            out.extend(found)
+    return out
+
+
+def gather_clean_inputs(table: HudiTable) -> CleanInputs:
+    """The facts :func:`~evt_toolkit.services.clean_planner.plan_clean` needs, read from the table."""
+    tl = table.timeline
+    listing = list_table_files(table.storage)
+    existing = [b.path for b in listing.base_files] + [lf.path for _, lf in listing.log_files]
+    pending_slices: dict[tuple[str, str], str] = {}
+    for inst in tl.pending_compactions() + tl.pending_log_compactions():
+        for op in tl.compaction_plan(inst).get("operations") or []:
+            pending_slices[(str(op.get("partitionPath") or ""), str(op["fileId"]))] = str(op.get("baseInstantTime"))
+    graph = LinkGraph.of(table_links(table)).with_symlinks(_storage_symlinks(table.storage, existing))
+    return CleanInputs(
+        groups=table.view.file_groups(),
+        completed_commits=[InstantRef(i.time, i.action) for i in tl.completed_commits()],
+        pending_writes=[i.time for i in tl.instants if i.action in WRITE_ACTIONS and not i.is_completed],
+        pending_compaction_slices=pending_slices,
+        links=graph,
+        existing_files=frozenset(existing),
+    )
+
+
+# -- Avro records ----------------------------------------------------------------------------------------------------
+
+
+def _plan_record(storage: TableStorage, plan: CleanPlan) -> dict[str, Any]:
+    ectr = plan.earliest_commit_to_retain
+    return {
+        "earliestInstantToRetain": (
+            {"timestamp": ectr.time, "action": ectr.action, "state": COMPLETED} if ectr is not None else None
+        ),
+        "lastCompletedCommitTimestamp": plan.last_completed_commit or "",
+        "policy": plan.policy,
+        # Version 1's field; CleanPlanner leaves it empty since filePathsToBeDeletedPerPartition replaced it.
+        "filesToBeDeletedPerPartition": {},
+        "version": CLEAN_PLAN_VERSION,
+        "filePathsToBeDeletedPerPartition": {
+            partition: [{"filePath": hadoop_path(storage, f.path), "isBootstrapBaseFile": False} for f in files]
+            for partition, files in plan.by_partition().items()
+        },
+        "partitionsToBeDeleted": [],
+    }
+
+
+def _metadata_record(
+    storage: TableStorage,
+    instant: str,
+    policy: str,
+    ectr: str,
+    last_completed: str,
+    by_partition: dict[str, list[str]],
+    deleted: set[str],
+    elapsed_ms: int,
+) -> dict[str, Any]:
+    partitions: dict[str, Any] = {}
+    for partition, paths in sorted(by_partition.items()):
+        # CleanerUtils.convertCleanMetadata records file names (Path.getName) in the partition metadata.
+        partitions[partition] = {
+            "partitionPath": partition,
+            "policy": policy,
+            "deletePathPatterns": [posixpath.basename(p) for p in paths],
+            "successDeleteFiles": [posixpath.basename(p) for p in paths if p in deleted],
+            "failedDeleteFiles": [posixpath.basename(p) for p in paths if p not in deleted],
+            "isPartitionDeleted": False,
+        }
+    return {
+        "startCleanTime": instant,
+        "timeTakenInMillis": elapsed_ms,
+        "totalFilesDeleted": len(deleted),
+        "earliestCommitToRetain": ectr,
+        "lastCompletedCommitTimestamp": last_completed,
+        "partitionMetadata": partitions,
+        "version": CLEAN_METADATA_VERSION,
+        "bootstrapPartitionMetadata": {},
+    }
+
+
+def _clean_file(table: HudiTable, instant: str, state: str) -> str:
+    return posixpath.join(table.config.timeline_path, InstantFileName(instant, CLEAN, state).name)
+
+
+# -- execution -------------------------------------------------------------------------------------------------------
+
+
+def _is_symlink(storage: TableStorage, rel: str) -> bool:
+    return storage.is_local and os.path.islink(storage.full_path(rel))
+
+
+def _exists(storage: TableStorage, rel: str) -> bool:
+    return _is_symlink(storage, rel) or storage.exists(rel)
+
+
+def delete_files(storage: TableStorage, paths: list[str]) -> set[str]:
+    """Delete ``paths`` (symlinks first) and return those deleted; a missing file counts as not deleted.
+
+    Symlinks go first so that a crash half-way never leaves a link whose target is already gone; a symlink is
+    unlinked itself, never followed.
+    """
+    ordered = sorted(paths, key=lambda p: (not _is_symlink(storage, p), p))
+    deleted: set[str] = set()
+    for rel in ordered:
+        try:
+            if _is_symlink(storage, rel):
+                os.unlink(storage.full_path(rel))
+            elif storage.exists(rel):
+                storage.delete_file(rel)
+            else:
+                continue  # FSUtils.deleteFile returns false for a missing file: a failed delete in the stats
+        except (OSError, StorageError):
+            continue
+        deleted.add(rel)
+    return deleted
+
+
+def _finish(
+    table: HudiTable,
+    instant: str,
+    policy: str,
+    ectr: str,
+    last_completed: str,
+    by_partition: dict[str, list[str]],
+    started: float,
+) -> tuple[set[str], list[str]]:
+    storage = table.storage
+    every = [p for paths in by_partition.values() for p in paths]
+    deleted = delete_files(storage, every)
+    fault_point("clean.after_delete")
+    meta = _metadata_record(
+        storage,
+        instant,
+        policy,
+        ectr,
+        last_completed,
+        by_partition,
+        deleted,
+        int((time.monotonic() - started) * 1000),
+    )
+    storage.write_bytes_atomic(
+        _clean_file(table, instant, COMPLETED), encode_avro_container(meta, load_schema("HoodieCleanMetadata"))
+    )
+    table.refresh()
+    return deleted, [p for p in every if p not in deleted]
+
+
+def _resume_pending(table: HudiTable, dry_run: bool) -> CleanResult | None:
+    tl = table.timeline
+    pending = [i for i in tl.instants if i.action == CLEAN and not i.is_completed]
+    if not pending:
+        return None
+    inst = pending[0]
+    plan = tl.clean_plan(inst)
+    by_partition: dict[str, list[str]] = {}
+    for partition, infos in (plan.get("filePathsToBeDeletedPerPartition") or {}).items():
+        by_partition[str(partition)] = [relative_path(table.storage, str(x["filePath"])) for x in infos or []]
+    ectr_rec = plan.get("earliestInstantToRetain") or {}
+    ectr = str(ectr_rec.get("timestamp") or "")
+    policy = str(plan.get("policy") or "")
+    files = tuple(sorted(p for ps in by_partition.values() for p in ps))
+    if dry_run:
+        would = tuple(p for p in files if _exists(table.storage, p))
+        return CleanResult(None, policy, 0, ectr or None, would, (), (), (), True, resumed=True)
+    started = time.monotonic()
+    if not inst.is_inflight:
+        data = tl.read_bytes(inst)
+        table.storage.write_bytes_atomic(_clean_file(table, inst.time, INFLIGHT), data, overwrite=True)
+    deleted, failed = _finish(
+        table, inst.time, policy, ectr, str(plan.get("lastCompletedCommitTimestamp") or ""), by_partition, started
+    )
+    return CleanResult(
+        inst.time, policy, 0, ectr or None, files, tuple(sorted(deleted)), tuple(sorted(failed)), (), False, True
+    )
+
+
+def clean(
+    table: HudiTable,
+    policy: str = KEEP_LATEST_COMMITS,
+    retained: int | None = None,
+    *,
+    dry_run: bool = True,
+) -> CleanResult:
+    """Plan a clean and, unless ``dry_run``, run it as a Hudi clean instant.
+
+    Args:
+        table: the table (v6, timeline layout 1).
+        policy: ``KEEP_LATEST_COMMITS`` or ``KEEP_LATEST_FILE_VERSIONS``.
+        retained: commits (default 10) or file versions (default 3) to retain, as Hudi's
+            ``hoodie.cleaner.commits.retained`` / ``hoodie.cleaner.fileversions.retained``.
+        dry_run: only report what would be deleted (the default).
+
+    Returns:
+        The result; ``files`` of a dry run equals ``deleted`` of the real run on the same table state.
+
+    Raises:
+        CleanPolicyError: unknown policy or ``retained`` < 1.
+        UnsupportedFeatureError: the table has savepoints (their files would need protecting).
+        UnsupportedTableError: not a version-6 table.
+
+    Example:
+        >>> clean(t, "KEEP_LATEST_FILE_VERSIONS", 1).files  # doctest: +SKIP
+    """
+    if table.config.timeline_layout != 1:
+        raise UnsupportedTableError(f"{table.storage.uri}: clean writes table version 6 (timeline layout 1) only")
+    table.refresh()
+    if any(i.action == SAVEPOINT for i in table.timeline.instants):
+        raise UnsupportedFeatureError(
+            f"{table.storage.uri} has savepoints; cleaning around savepointed files is not supported"
+        )
+    resumed = _resume_pending(table, dry_run)
+    if resumed is not None:
+        return resumed
+    n = (
+        retained
+        if retained is not None
+        else (DEFAULT_COMMITS_RETAINED if policy == KEEP_LATEST_COMMITS else DEFAULT_FILE_VERSIONS_RETAINED)
+    )
+    plan = plan_clean(gather_clean_inputs(table), policy, n)
+    ectr = plan.earliest_commit_to_retain.time if plan.earliest_commit_to_retain is not None else None
+    if dry_run or plan.is_empty:
+        return CleanResult(None, policy, n, ectr, plan.paths, (), (), plan.kept_for_links, dry_run)
+    started = time.monotonic()
+    storage = table.storage
+    instant = new_instant_time((i.time for i in table.timeline.instants), table.config.timezone)
+    data = encode_avro_container(_plan_record(storage, plan), load_schema("HoodieCleanerPlan"))
+    storage.write_bytes_atomic(_clean_file(table, instant, REQUESTED), data)
+    fault_point("clean.after_requested")
+    storage.write_bytes_atomic(_clean_file(table, instant, INFLIGHT), data)
+    fault_point("clean.after_inflight")
+    by_partition = {p: [f.path for f in files] for p, files in plan.by_partition().items()}
+    deleted, failed = _finish(
+        table, instant, policy, ectr or "", plan.last_completed_commit or "", by_partition, started
+    )
+    return CleanResult(
+        instant,
+        policy,
+        n,
+        ectr,
+        plan.paths,
+        tuple(sorted(deleted)),
+        tuple(sorted(failed)),
+        plan.kept_for_links,
+        False,
+    )
+
+
+# -- reads after a clean -----------------------------------------------------------------------------------------------
+
+
+def _slice_of(name: str) -> tuple[str, str] | None:
+    """``(file id, base instant)`` of a data file name."""
+    log = LogFileName.parse(name)
+    if log is not None:
+        return log.file_id, log.base_instant
+    base = BaseFileName.parse(name)
+    return (base.file_id, base.instant) if base is not None else None
+
+
+def earliest_retained(table: HudiTable) -> str | None:
+    """The earliest instant a time-travel read can still be answered at, given the cleans on the timeline.
+
+    Like ``TimelineUtils.validateTimestampAsOf``, the last completed clean's ``earliestCommitToRetain`` bounds time
+    travel. A KEEP_LATEST_FILE_VERSIONS clean records none (as in Hudi), so for those the bound is derived from
+    what they deleted: for each file group, the oldest surviving slice after the newest deleted one.
+
+    Returns:
+        The bound, or ``None`` when no clean limits time travel.
+    """
+    return earliest_retained_in(table.timeline, table.view)
+
+
+def earliest_retained_in(timeline: Timeline, view: FileSystemView) -> str | None:
+    """:func:`earliest_retained` from a loaded timeline and file-system view (what a reader holds)."""
+    bound: str | None = None
+    groups: dict[tuple[str, str], FileGroup] | None = None
+    for inst in timeline.instants:
+        if inst.action != CLEAN or not inst.is_completed:
+            continue
+        try:
+            meta = timeline.clean_metadata(inst)
+        except EvtError:
+            continue
+        ectr = str(meta.get("earliestCommitToRetain") or "")
+        if not ectr:
+            if groups is None:
+                groups = {(g.partition_path, g.file_id): g for g in view.file_groups()}
+            newest: dict[tuple[str, str], str] = {}
+            for partition, pm in (meta.get("partitionMetadata") or {}).items():
+                for name in pm.get("successDeleteFiles") or []:
+                    parsed = _slice_of(str(name))
+                    if parsed is not None:
+                        key = (str(partition), parsed[0])
+                        newest[key] = max(newest.get(key, ""), parsed[1])
+            for key, deleted_instant in newest.items():
+                g = groups.get(key)
+                later = [s.base_instant for s in g.slices if s.base_instant > deleted_instant] if g else []
+                ectr = max(ectr, min(later) if later else inst.time)
+        if ectr and (bound is None or ectr > bound):
+            bound = ectr
+    return bound
+
+
+def check_time_travel(table: HudiTable, as_of: str) -> None:
+    """Refuse a time-travel instant whose files a clean has deleted.
+
+    Raises:
+        ReadError: ``as_of`` is before :func:`earliest_retained`.
+    """
+    check_as_of(table.timeline, table.view, as_of, table.storage.uri)
+
+
+def check_as_of(timeline: Timeline, view: FileSystemView, as_of: str, where: str = "the table") -> None:
+    """:func:`check_time_travel` from a loaded timeline and view; the hook ``read/query.py`` calls for ``as_of``.
+
+    Raises:
+        ReadError: ``as_of`` is not an instant, or is before the earliest retained instant.
+    """
+    from evt_toolkit.read.query import normalize_instant
+
+    as_of = normalize_instant(as_of, "as_of")
+    bound = earliest_retained_in(timeline, view)
+    if bound is not None and as_of < bound:
+        raise ReadError(
+            f"cannot time travel to {as_of} on {where}: a clean removed the files it needs; the earliest "
+            f"instant still readable is {bound} (earliest commit to retain)"
+        )

@@ -1,0 +1,551 @@
+"""Running a rollback: find what an instant wrote, plan (:mod:`~evt_toolkit.services.rollback_planner`), undo it.
+
+Order of events (``BaseRollbackActionExecutor`` on a v6 table, ``hudi-format.md`` §2 and §10):
+
+1. ``R.rollback.requested`` — ``HoodieRollbackPlan`` (Avro) naming the instant and the requests;
+2. ``R.rollback.inflight`` — empty;
+3. for a *completed* deltacommit, its ``T.deltacommit`` file goes first, so that readers ignore its blocks before any
+   of its files disappear;
+4. the requests run: files deleted, rollback command blocks written into new log versions (token ``1-0-1``);
+5. the rolled-back instant leaves the timeline: a deltacommit's ``inflight`` then ``requested`` files are deleted; an
+   inflight compaction loses only ``C.compaction.inflight``, so its plan is requested again and can run again;
+6. ``R.rollback`` — ``HoodieRollbackMetadata`` (Avro); then the instant's marker folder is dropped.
+
+Every step can be repeated: a rollback left pending by a crash is resumed from its plan by the next call for the same
+instant (deleting a missing file is a no-op, and a command block already written by this rollback is not written
+twice).
+
+**Which instants.** A requested or inflight (failed) deltacommit; an inflight compaction. A *completed* deltacommit
+only when it is the last write on the timeline (no later write or table-service instant in any state), as Hudi
+rolls back the last commit: nothing can then depend on it. A completed compaction, a compaction that has not
+started (use ``table.compaction.unschedule``, which also removes its schedule-time links) and any other action are
+refused with :class:`~evt_toolkit.services.rollback_planner.RollbackError`.
+
+Example:
+    >>> t.rollback("20250101000000000").deleted  # doctest: +SKIP
+    ('region=r0/.00000000-…_20250101000000000.log.1_0-0-0',)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import posixpath
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from evt_toolkit.compaction.merge_task import carry_over_name
+from evt_toolkit.errors import EvtError, LogFormatError, StorageError, UnsupportedTableError
+from evt_toolkit.faults import fault_point
+from evt_toolkit.format.log_writer import encode_rollback_command_block
+from evt_toolkit.format.logfile import BlockType, scan_log_blocks
+from evt_toolkit.format.metadata import encode_avro_container, load_schema
+from evt_toolkit.format.names import COMPLETED, INFLIGHT, REQUESTED, BaseFileName, InstantFileName, LogFileName
+from evt_toolkit.services.clean import delete_files, hadoop_path, relative_path, table_links
+from evt_toolkit.services.links import LINK_TIMING_KEY
+from evt_toolkit.services.rollback_planner import (
+    BaseFacts,
+    LogFacts,
+    RollbackError,
+    RollbackRequest,
+    command_log_name,
+    plan_compaction_rollback,
+    plan_deltacommit_rollback,
+)
+from evt_toolkit.table.fs_view import Listing, list_table_files
+from evt_toolkit.table.timeline import COMPACTION, DELTA_COMMIT, ROLLBACK, WRITE_ACTIONS, Instant
+from evt_toolkit.write.instants import new_instant_time
+
+if TYPE_CHECKING:
+    from evt_toolkit.storage.fs import TableStorage
+    from evt_toolkit.table.table import HudiTable
+
+__all__ = ["RollbackResult", "rollback"]
+
+#: ``HoodieRollbackPlan`` / ``HoodieRollbackMetadata`` version Hudi 0.14/0.15 writes.
+ROLLBACK_VERSION = 1
+MARKER_FOLDER = ".hoodie/.temp"
+
+
+@dataclass(frozen=True, slots=True)
+class RollbackResult:
+    """What a rollback did.
+
+    Attributes:
+        instant: the rollback instant ``R``.
+        target: the instant rolled back.
+        target_action: ``deltacommit`` or ``compaction``.
+        deleted: data files deleted, relative to the base path.
+        failed: data files of the plan that were not there to delete.
+        command_block_logs: new log files holding a rollback command block.
+        timeline_files_removed: the rolled-back instant's timeline files deleted.
+        plan_requested_again: a compaction's plan is requested again (it can run again).
+        resumed: a rollback left pending earlier was finished.
+    """
+
+    instant: str
+    target: str
+    target_action: str
+    deleted: tuple[str, ...]
+    failed: tuple[str, ...]
+    command_block_logs: tuple[str, ...]
+    timeline_files_removed: tuple[str, ...]
+    plan_requested_again: bool
+    resumed: bool = False
+
+
+# -- facts from storage ------------------------------------------------------------------------------------------------
+
+
+def _partition_of(rel: str) -> str:
+    return posixpath.dirname(rel)
+
+
+def _log_facts(storage: TableStorage, rel: str) -> LogFacts | None:
+    name = posixpath.basename(rel)
+    parsed = LogFileName.parse(name)
+    if parsed is None or parsed.extension != "log" or parsed.suffix:
+        return None
+    try:
+        size = storage.size(rel)
+        with storage.open_input(rel) as f:
+            blocks = list(scan_log_blocks(f, size, storage.full_path(rel)))
+    except StorageError:
+        return None
+    instants = tuple(b.instant_time or "" for b in blocks if b.block_type is not BlockType.CORRUPT)
+    corrupt = sum(1 for b in blocks if b.block_type is BlockType.CORRUPT)
+    return LogFacts(
+        _partition_of(rel), rel, parsed.file_id, parsed.base_instant, parsed.version, size, instants, corrupt
+    )
+
+
+def _markers(storage: TableStorage, instant: str) -> list[tuple[str, str, str]]:
+    """``(partition, marked file name, type)`` of every DIRECT marker of ``instant``.
+
+    Timeline-server markers (``MARKERS<n>`` files listing the names) are read too, as ``MarkerBasedRollbackUtils``
+    accepts both.
+    """
+    root = posixpath.join(MARKER_FOLDER, instant)
+    out: list[tuple[str, str, str]] = []
+    stack = [root]
+    while stack:
+        rel = stack.pop()
+        files, dirs = storage.list_dir(rel)
+        stack.extend(dirs)
+        for e in files:
+            if e.name.startswith("MARKERS") and e.name != "MARKERS.type":
+                text = storage.read_bytes(e.path).decode("utf-8", "replace")
+                for line in text.splitlines():
+                    line = line.strip()
+                    if ".marker." in line:
+                        marked, kind = line.rsplit(".marker.", 1)
+                        out.append((posixpath.dirname(marked), posixpath.basename(marked), kind))
+                continue
+            if ".marker." not in e.name:
+                continue
+            marked, kind = e.name.rsplit(".marker.", 1)
+            partition = posixpath.relpath(rel, root) if rel != root else ""
+            out.append((partition, marked, kind))
+    return out
+
+
+def _slice_logs(listing: Listing, partition: str, file_id: str, base_instant: str | None) -> list[str]:
+    return [
+        lf.path
+        for p, lf in listing.log_files
+        if p == partition and lf.file_id == file_id and (base_instant is None or lf.instant == base_instant)
+    ]
+
+
+def _deltacommit_candidates(table: HudiTable, inst: Instant, listing: Listing) -> tuple[set[str], set[str]]:
+    """Log and base files that may hold what ``inst`` wrote: markers, write stats or workload profile, listing."""
+    target = inst.time
+    logs: set[str] = set()
+    bases: set[str] = set()
+    for partition, marked, kind in _markers(table.storage, target):
+        parsed = BaseFileName.parse(marked)
+        if parsed is None:
+            continue
+        if kind == "APPEND":
+            # HoodieAppendHandle names the marker after a phony base file carrying the slice's base instant.
+            logs.update(_slice_logs(listing, partition, parsed.file_id, parsed.instant))
+        else:
+            bases.add(posixpath.join(partition, marked) if partition else marked)
+    try:
+        meta = table.timeline.commit_metadata(inst)
+    except EvtError:
+        meta = {}
+    for partition, stats in (meta.get("partitionToWriteStats") or {}).items():
+        for st in stats or []:
+            path = st.get("path")
+            if path:
+                (logs if LogFileName.parse(posixpath.basename(str(path))) else bases).add(str(path))
+            fid = st.get("fileId")
+            if fid:
+                logs.update(_slice_logs(listing, str(partition or ""), str(fid), None))
+    # Listing: anything named with the instant (new file groups' logs, base files).
+    logs.update(lf.path for _, lf in listing.log_files if lf.instant == target)
+    bases.update(b.path for b in listing.base_files if b.instant == target)
+    return logs, bases
+
+
+# -- the plan as Avro --------------------------------------------------------------------------------------------------
+
+
+def _plan_record(
+    storage: TableStorage, target: str, action: str, requests: Sequence[RollbackRequest]
+) -> dict[str, Any]:
+    out = []
+    for r in requests:
+        if r.needs_command_block:
+            out.append(
+                {
+                    "partitionPath": r.partition_path,
+                    "fileId": r.file_id,
+                    "latestBaseInstant": r.latest_base_instant,
+                    "filesToBeDeleted": [],
+                    "logBlocksToBeDeleted": {hadoop_path(storage, p): size for p, size in r.log_blocks_to_delete},
+                }
+            )
+        else:
+            # MarkerBasedRollbackStrategy leaves fileId and latestBaseInstant empty for plain deletions.
+            out.append(
+                {
+                    "partitionPath": r.partition_path,
+                    "fileId": "",
+                    "latestBaseInstant": "",
+                    "filesToBeDeleted": [hadoop_path(storage, p) for p in r.files_to_delete],
+                    "logBlocksToBeDeleted": {},
+                }
+            )
+    return {
+        "instantToRollback": {"commitTime": target, "action": action},
+        "RollbackRequests": out,
+        "version": ROLLBACK_VERSION,
+    }
+
+
+def _requests_from_plan(storage: TableStorage, plan: Mapping[str, Any]) -> list[RollbackRequest]:
+    out = []
+    for r in plan.get("RollbackRequests") or []:
+        partition = str(r.get("partitionPath") or "")
+        files = tuple(relative_path(storage, str(p)) for p in r.get("filesToBeDeleted") or [])
+        blocks = tuple(
+            (relative_path(storage, str(p)), int(size)) for p, size in (r.get("logBlocksToBeDeleted") or {}).items()
+        )
+        fid = str(r.get("fileId") or "")
+        base = str(r.get("latestBaseInstant") or "")
+        if blocks and not fid:
+            parsed = LogFileName.parse(posixpath.basename(blocks[0][0]))
+            if parsed is not None:
+                fid, base = parsed.file_id, parsed.base_instant
+        out.append(RollbackRequest(partition, fid, base, files, blocks))
+    return out
+
+
+def _metadata_record(
+    storage: TableStorage,
+    rollback_instant: str,
+    target: str,
+    action: str,
+    requests: Sequence[RollbackRequest],
+    deleted: set[str],
+    command_logs: Mapping[str, tuple[str, int]],
+    elapsed_ms: int,
+) -> dict[str, Any]:
+    partitions: dict[str, dict[str, Any]] = {}
+
+    def part(p: str) -> dict[str, Any]:
+        return partitions.setdefault(
+            p,
+            {
+                "partitionPath": p,
+                "successDeleteFiles": [],
+                "failedDeleteFiles": [],
+                "rollbackLogFiles": {},
+                "logFilesFromFailedCommit": {},
+            },
+        )
+
+    for r in requests:
+        pm = part(r.partition_path)
+        for path in r.files_to_delete:
+            key = "successDeleteFiles" if path in deleted else "failedDeleteFiles"
+            pm[key].append(hadoop_path(storage, path))
+        # BaseRollbackHelper records the failed commit's logs only for command-block requests.
+        for path, size in r.log_blocks_to_delete:
+            pm["logFilesFromFailedCommit"][hadoop_path(storage, path)] = size
+        written = command_logs.get(f"{r.partition_path}\x00{r.file_id}\x00{r.latest_base_instant}")
+        if r.needs_command_block and written is not None:
+            pm["rollbackLogFiles"][hadoop_path(storage, written[0])] = written[1]
+    return {
+        "startRollbackTime": rollback_instant,
+        "timeTakenInMillis": elapsed_ms,
+        "totalFilesDeleted": len(deleted),
+        "commitsRollback": [target],
+        "partitionMetadata": dict(sorted(partitions.items())),
+        "version": ROLLBACK_VERSION,
+        "instantsRollback": [{"commitTime": target, "action": action}],
+    }
+
+
+# -- execution ---------------------------------------------------------------------------------------------------------
+
+
+def _timeline_file(table: HudiTable, instant: str, action: str, state: str) -> str:
+    return posixpath.join(table.config.timeline_path, InstantFileName(instant, action, state).name)
+
+
+def _write_command_block(
+    table: HudiTable, listing: Listing, r: RollbackRequest, rollback_instant: str, target: str
+) -> tuple[str, int]:
+    """Write (once) the command block of a request; returns the new log and its size."""
+    storage = table.storage
+    existing = _slice_logs(listing, r.partition_path, r.file_id, r.latest_base_instant)
+    for rel in existing:
+        facts = _log_facts(storage, rel)
+        if facts is None or rollback_instant not in facts.block_instants:
+            continue
+        with storage.open_input(rel) as f:
+            for b in scan_log_blocks(f, facts.size, storage.full_path(rel)):
+                if b.block_type is BlockType.COMMAND and b.target_instant_time == target:
+                    return rel, facts.size  # written before a crash: do not write it twice
+    versions = [v for p in existing if (parsed := LogFileName.parse(posixpath.basename(p))) for v in [parsed.version]]
+    name = command_log_name(r.file_id, r.latest_base_instant, versions)
+    rel = posixpath.join(r.partition_path, name) if r.partition_path else name
+    data = encode_rollback_command_block(rollback_instant, target)
+    storage.write_bytes_atomic(rel, data)
+    return rel, len(data)
+
+
+def _execute(
+    table: HudiTable,
+    rollback_instant: str,
+    target: str,
+    action: str,
+    requests: Sequence[RollbackRequest],
+    timeline_files: Sequence[str],
+    started: float,
+    resumed: bool,
+) -> RollbackResult:
+    storage = table.storage
+    to_delete = [p for r in requests for p in r.files_to_delete]
+    deleted = delete_files(storage, to_delete)
+    fault_point("rollback.after_delete")
+    listing = list_table_files(storage)
+    command_logs: dict[str, tuple[str, int]] = {}
+    for r in requests:
+        if r.needs_command_block:
+            key = f"{r.partition_path}\x00{r.file_id}\x00{r.latest_base_instant}"
+            command_logs[key] = _write_command_block(table, listing, r, rollback_instant, target)
+    fault_point("rollback.after_blocks")
+    removed = []
+    for rel in timeline_files:
+        if storage.exists(rel):
+            storage.delete_file(rel)
+            removed.append(rel)
+    fault_point("rollback.before_complete")
+    meta = _metadata_record(
+        storage,
+        rollback_instant,
+        target,
+        action,
+        requests,
+        deleted,
+        command_logs,
+        int((time.monotonic() - started) * 1000),
+    )
+    storage.write_bytes_atomic(
+        _timeline_file(table, rollback_instant, ROLLBACK, COMPLETED),
+        encode_avro_container(meta, load_schema("HoodieRollbackMetadata")),
+    )
+    if action == DELTA_COMMIT:
+        # WriteMarkers.quietDeleteMarkerDir: the markers only served to find the instant's files.
+        with contextlib.suppress(OSError, EvtError):
+            storage.fs.delete_dir(storage.full_path(posixpath.join(MARKER_FOLDER, target)))
+    table.refresh()
+    return RollbackResult(
+        instant=rollback_instant,
+        target=target,
+        target_action=action,
+        deleted=tuple(sorted(deleted)),
+        failed=tuple(sorted(p for p in to_delete if p not in deleted)),
+        command_block_logs=tuple(sorted(v[0] for v in command_logs.values())),
+        timeline_files_removed=tuple(removed),
+        plan_requested_again=action == COMPACTION,
+        resumed=resumed,
+    )
+
+
+def _target_timeline_files(table: HudiTable, target: str, action: str) -> list[str]:
+    if action == COMPACTION:
+        # Only the inflight state goes: the plan stays requested (revertInstantFromInflightToRequested).
+        return [_timeline_file(table, target, COMPACTION, INFLIGHT)]
+    return [_timeline_file(table, target, action, s) for s in (COMPLETED, INFLIGHT, REQUESTED)]
+
+
+def _find_target(table: HudiTable, instant: str) -> Instant:
+    found = [i for i in table.timeline.instants if i.time == instant and i.action in WRITE_ACTIONS]
+    if not found:
+        others = [i.action for i in table.timeline.instants if i.time == instant]
+        what = f" (a {others[0]} instant)" if others else ""
+        raise RollbackError(f"{table.storage.uri}: no write or compaction instant {instant} to roll back{what}")
+    return found[0]
+
+
+def _check_rollbackable(table: HudiTable, inst: Instant) -> None:
+    uri = table.storage.uri
+    if inst.action == COMPACTION:
+        if inst.is_requested:
+            raise RollbackError(
+                f"compaction {inst.time} of {uri} has not started, so there is nothing to roll back; take the plan "
+                "back with table.compaction.unschedule(instant)"
+            )
+        return
+    if inst.action != DELTA_COMMIT:
+        state = "completed " if inst.is_completed else ""
+        raise RollbackError(
+            f"cannot roll back {state}{inst.action} {inst.time} of {uri}: only deltacommits and inflight compactions "
+            "can be rolled back"
+        )
+    if inst.is_completed:
+        later = [f"{i.action} {i.time}" for i in table.timeline.instants if i.time > inst.time]
+        later = [x for x in later if x.split()[0] in WRITE_ACTIONS]
+        if later:
+            raise RollbackError(
+                f"cannot roll back completed deltacommit {inst.time} of {uri}: later instants depend on it "
+                f"({', '.join(later)}); only the last write can be rolled back"
+            )
+
+
+def _resume(table: HudiTable, instant: str) -> RollbackResult | None:
+    tl = table.timeline
+    for inst in tl.instants:
+        if inst.action != ROLLBACK or inst.is_completed:
+            continue
+        plan = tl.rollback_plan(inst)
+        info = plan.get("instantToRollback") or {}
+        if str(info.get("commitTime")) != instant:
+            continue
+        action = str(info.get("action") or DELTA_COMMIT)
+        requests = _requests_from_plan(table.storage, plan)
+        if not inst.is_inflight:
+            table.storage.write_bytes_atomic(_timeline_file(table, inst.time, ROLLBACK, INFLIGHT), b"", overwrite=True)
+        return _execute(
+            table,
+            inst.time,
+            instant,
+            action,
+            requests,
+            _target_timeline_files(table, instant, action),
+            time.monotonic(),
+            True,
+        )
+    return None
+
+
+def _compaction_requests(table: HudiTable, inst: Instant, listing: Listing) -> list[RollbackRequest]:
+    plan = table.timeline.compaction_plan(inst)
+    ops = list(plan.get("operations") or [])
+    c = inst.time
+    outputs: dict[tuple[str, str], list[str]] = {}
+    for i, op in enumerate(ops):
+        key = (str(op.get("partitionPath") or ""), str(op["fileId"]))
+        found = [
+            b.path
+            for b in listing.base_files
+            if b.instant == c and b.file_id == key[1] and _partition_of(b.path) == key[0]
+        ]
+        carry = carry_over_name(key[1], c, i)
+        carry_rel = posixpath.join(key[0], carry) if key[0] else carry
+        if table.storage.exists(carry_rel):
+            found.append(carry_rel)
+        outputs[key] = found
+    links: dict[tuple[str, str], list[str]] = {}
+    if (plan.get("extraMetadata") or {}).get(LINK_TIMING_KEY) == "execute":
+        for link in (x for x in table_links(table) if x.compaction_instant == c):
+            path = link.symlink_path
+            if table.storage.exists(path) or _is_link(table.storage, path):
+                links.setdefault((link.partition_path, _file_id_of(link.symlink)), []).append(path)
+    return plan_compaction_rollback(c, ops, outputs, links)
+
+
+def _is_link(storage: TableStorage, rel: str) -> bool:
+    return storage.is_local and os.path.islink(storage.full_path(rel))
+
+
+def _file_id_of(name: str) -> str:
+    parsed = LogFileName.parse(name)
+    return parsed.file_id if parsed is not None else ""
+
+
+def _deltacommit_requests(table: HudiTable, inst: Instant, listing: Listing) -> list[RollbackRequest]:
+    logs, bases = _deltacommit_candidates(table, inst, listing)
+    facts: list[LogFacts] = []
+    for rel in sorted(logs):
+        try:
+            f = _log_facts(table.storage, rel)
+        except LogFormatError as exc:
+            raise RollbackError(
+                f"cannot tell what {inst.time} wrote into {table.storage.full_path(rel)}: {exc}"
+            ) from exc
+        if f is not None:
+            facts.append(f)
+    base_facts = []
+    for rel in sorted(bases):
+        parsed = BaseFileName.parse(posixpath.basename(rel))
+        if parsed is not None and table.storage.exists(rel):
+            base_facts.append(BaseFacts(_partition_of(rel), rel, parsed.file_id, parsed.instant))
+    return plan_deltacommit_rollback(inst.time, facts, base_facts)
+
+
+def rollback(table: HudiTable, instant: str) -> RollbackResult:
+    """Roll back a failed (or the last completed) deltacommit, or an inflight compaction.
+
+    Args:
+        table: the table (v6, timeline layout 1).
+        instant: the instant to roll back.
+
+    Returns:
+        What was done.
+
+    Raises:
+        RollbackError: the instant is unknown, a completed instant something later depends on, a completed
+            compaction, a compaction that has not started, or another action.
+        UnsupportedTableError: not a version-6 table.
+
+    Example:
+        >>> rollback(t, failed_instant).timeline_files_removed  # doctest: +SKIP
+        ('.hoodie/20250101000000000.deltacommit.inflight', '.hoodie/20250101000000000.deltacommit.requested')
+    """
+    if table.config.timeline_layout != 1:
+        raise UnsupportedTableError(f"{table.storage.uri}: rollback writes table version 6 (timeline layout 1) only")
+    table.refresh()
+    resumed = _resume(table, instant)
+    if resumed is not None:
+        return resumed
+    inst = _find_target(table, instant)
+    _check_rollbackable(table, inst)
+    started = time.monotonic()
+    listing = list_table_files(table.storage)
+    if inst.action == COMPACTION:
+        requests = _compaction_requests(table, inst, listing)
+    else:
+        requests = _deltacommit_requests(table, inst, listing)
+    storage = table.storage
+    r = new_instant_time((i.time for i in table.timeline.instants), table.config.timezone)
+    plan = _plan_record(storage, instant, inst.action, requests)
+    storage.write_bytes_atomic(
+        _timeline_file(table, r, ROLLBACK, REQUESTED), encode_avro_container(plan, load_schema("HoodieRollbackPlan"))
+    )
+    fault_point("rollback.after_requested")
+    storage.write_bytes_atomic(_timeline_file(table, r, ROLLBACK, INFLIGHT), b"")
+    fault_point("rollback.after_inflight")
+    timeline_files = _target_timeline_files(table, instant, inst.action)
+    if inst.action == DELTA_COMMIT and inst.is_completed:
+        # The commit file goes before any data file: from then on readers skip the instant's blocks.
+        storage.delete_file(timeline_files[0])
+        fault_point("rollback.after_uncommit")
+    return _execute(table, r, instant, inst.action, requests, timeline_files, started, False)
