@@ -15,10 +15,12 @@ full, and the time to read events ≤ T through RO vs snapshot. Results go to ``
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +30,15 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 import evt_toolkit as evt
+from bench.common import peak_memory
 from evt_toolkit.compaction import EventTimeBasedCompactionStrategy, UnBoundedCompactionStrategy
+from evt_toolkit.compaction import executor as executor_mod
 from evt_toolkit.compaction.executor import run_compaction
+from evt_toolkit.compaction.merge_task import MergeTask
 from evt_toolkit.compaction.schedule import schedule_compaction
 from evt_toolkit.read.query import TableReader
 from evt_toolkit.read.slice_reader import decode_blocks, select_log_blocks
+from evt_toolkit.storage.fs import TableStorage
 from evt_toolkit.table.fs_view import LogFile
 
 BASE = 1_700_000_000_000
@@ -96,6 +102,127 @@ def _timed_read(t: evt.HudiTable, query_type: str, threshold: int) -> tuple[floa
     tbl = t.refresh().read(query_type)
     tbl = tbl.filter(pc.less_equal(tbl["ev"], threshold))
     return time.perf_counter() - started, tbl.num_rows
+
+
+def _slice_input_bytes(storage: TableStorage, op: Any) -> int:
+    p = op.get("partitionPath") or ""
+    names = list(op.get("deltaFilePaths") or [])
+    if op.get("dataFilePath"):
+        names.append(op["dataFilePath"])
+    return sum(storage.size(f"{p}/{n}" if p else n) for n in names)
+
+
+@contextlib.contextmanager
+def task_memory_probe(records: list[dict[str, Any]]) -> Iterator[None]:
+    """Wrap each in-process merge task: its peak resident-set growth against the bytes of its slice."""
+    original = executor_mod.run_merge_task
+
+    def probed(task: MergeTask) -> dict[str, Any]:
+        storage = TableStorage.from_uri(task.table_uri)
+        slice_bytes = _slice_input_bytes(storage, task.operation)
+        with peak_memory() as mem:
+            out = original(task)
+        records.append(
+            {
+                "file_id": task.file_id,
+                "slice_input_bytes": slice_bytes,
+                "log_records": int(out["totalLogRecords"]),
+                "rows_written": int(out["numWrites"]),
+                "peak_rss_growth_bytes": mem.growth,
+                "method": mem.method,
+            }
+        )
+        return out
+
+    executor_mod.run_merge_task = probed
+    try:
+        yield
+    finally:
+        executor_mod.run_merge_task = original
+
+
+def _tree_bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
+
+
+def run_b3(root: Path, rows: int = 200_000, n_batches: int = 10) -> dict[str, Any]:
+    """B3 on tables under ``root`` (kept for B5 and the cluster run: ``root/src`` is the uncompacted table)."""
+    batches = _batches(rows, n_batches, keys=max(1000, rows // 4))
+    ingest_s, _ = _timed_call(lambda: _build(root / "src", batches))
+    threshold = BASE + (n_batches // 2) * 60_000
+    for name in ("partial", "full"):
+        shutil.copytree(root / "src", root / name, symlinks=True)
+    partial = evt.HudiTable.open(root / "partial")
+    full = evt.HudiTable.open(root / "full")
+    src_bytes = _tree_bytes(root / "src")
+
+    link_mode = "symlink" if partial.storage.supports_symlink else "copy"
+    c = schedule_compaction(partial, EventTimeBasedCompactionStrategy(threshold=threshold), link_mode=link_mode)
+    cf = schedule_compaction(full, UnBoundedCompactionStrategy())
+    assert c is not None and cf is not None
+    floor_p_s, floor_p_rows = _floor(partial, c.instant)
+    floor_f_s, floor_f_rows = _floor(full, cf.instant)
+    link_target_bytes = sum(partial.storage.size(x.target_path) for x in c.links) if c.links else 0
+
+    mem_p: list[dict[str, Any]] = []
+    mem_f: list[dict[str, Any]] = []
+    with task_memory_probe(mem_p):
+        res_p = run_compaction(partial, c.instant)
+    with task_memory_probe(mem_f):
+        res_f = run_compaction(full, cf.instant)
+    link_written = 0 if link_mode == "symlink" else link_target_bytes
+    partial_bytes = res_p.bytes_written + link_written
+    return {
+        "rows_ingested": rows,
+        "batches": n_batches,
+        "ingest_s": round(ingest_s, 3),
+        "table_bytes": src_bytes,
+        "threshold_ms": threshold,
+        "link_mode": link_mode,
+        "partial": {
+            "seconds": round(res_p.duration_s, 3),
+            "log_records_in": floor_p_rows,
+            "log_rows_per_s": round(floor_p_rows / res_p.duration_s),
+            "rows_written": res_p.records_written,
+            "base_bytes_written": res_p.bytes_written,
+            "link_bytes_written": link_written,
+            "bytes_rewritten": partial_bytes,
+            "bytes_rewritten_if_links_copied": res_p.bytes_written + link_target_bytes,
+            "log_files_compacted": res_p.log_files_compacted,
+            "log_bytes_compacted": res_p.log_bytes_compacted,
+            "links": res_p.links,
+        },
+        "full": {
+            "seconds": round(res_f.duration_s, 3),
+            "log_records_in": floor_f_rows,
+            "log_rows_per_s": round(floor_f_rows / res_f.duration_s),
+            "rows_written": res_f.records_written,
+            "bytes_rewritten": res_f.bytes_written,
+            "log_files_compacted": res_f.log_files_compacted,
+            "log_bytes_compacted": res_f.log_bytes_compacted,
+        },
+        "floor": {
+            "partial_plan_s": round(floor_p_s, 3),
+            "full_plan_s": round(floor_f_s, 3),
+            "rows_per_s": round(floor_f_rows / floor_f_s),
+            "note": "decode the plan's logs to Arrow (the Avro decoder; pyarrow has none) + pyarrow Parquet write "
+            "to memory, no merge",
+        },
+        "ratios": {
+            "partial_s / floor_s": round(res_p.duration_s / floor_p_s, 2),
+            "full_s / floor_s": round(res_f.duration_s / floor_f_s, 2),
+            "partial_bytes / full_bytes": round(partial_bytes / res_f.bytes_written, 3),
+            "partial_s / full_s": round(res_p.duration_s / res_f.duration_s, 3),
+        },
+        "task_memory": {"partial": mem_p, "full": mem_f},
+        "target": {"max_ratio_to_floor": 2.0},
+    }
+
+
+def _timed_call(fn: Any) -> tuple[float, Any]:
+    started = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - started, out
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

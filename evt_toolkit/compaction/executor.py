@@ -37,6 +37,7 @@ from evt_toolkit.compaction.merge_task import FaultHook, MergeTask, carry_over_n
 from evt_toolkit.compaction.plan import EXTRA_LINK_MODE, EXTRA_LINK_TIMING, EXTRA_THRESHOLD_MS
 from evt_toolkit.compaction.schedule import EXTRA_CARRY_OVER, EXTRA_EXACT_SPLIT, EXTRA_REMAINING_PREFIX, plan_file
 from evt_toolkit.errors import EvtError, PlanValidationError, TimelineError
+from evt_toolkit.faults import fault_point
 from evt_toolkit.format.metadata import encode_commit_metadata_json
 from evt_toolkit.format.names import COMPLETED, INFLIGHT, InstantFileName, LogFileName
 from evt_toolkit.table.timeline import COMMIT, COMPACTION, Instant
@@ -229,6 +230,7 @@ def _run_tasks(
         results = []
         for i, task in enumerate(tasks):
             results.append(run_merge_task(task))
+            fault_point("run.after_task")
             if progress is not None:
                 progress(ProgressEvent("tasks", i + 1, total, f"compacted file group {task.file_id}"))
         return results
@@ -301,10 +303,12 @@ def run_compaction(
     inflight = plan_file(table, instant, INFLIGHT)
     if not storage.exists(inflight):
         storage.write_bytes_atomic(inflight, b"")
+    fault_point("run.after_inflight")
 
     links = plan_links_with_partition(plan)
     if link_timing == "execute" and links:
         created = create_links(storage, links, link_mode)
+        fault_point("run.after_links")
         if progress is not None:
             progress(ProgressEvent("links", len(links), len(links), f"{created} link(s) created, {len(links)} in plan"))
     elif progress is not None:
@@ -357,6 +361,7 @@ def run_compaction(
     if progress is not None:
         progress(ProgressEvent("commit", 0, 1, f"writing {instant}.commit"))
     completed = posixpath.join(table.config.timeline_path, InstantFileName(instant, COMMIT, COMPLETED).name)
+    fault_point("run.before_commit")
     storage.write_bytes_atomic(completed, encode_commit_metadata_json(meta))
     if progress is not None:
         progress(ProgressEvent("commit", 1, 1, f"compaction {instant} completed"))

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from evt_toolkit.compaction.model import LinkOperation
 from evt_toolkit.errors import PlanValidationError, StorageError, UnsupportedFeatureError
+from evt_toolkit.faults import fault_point
 from evt_toolkit.storage.fs import TableStorage
 
 __all__ = [
@@ -157,6 +158,7 @@ def create_link(storage: TableStorage, link: PartitionLink, mode: str) -> str:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             raise StorageError(f"cannot create symlink {full}: {exc}") from exc
+        fault_point("links.after_link")
         return "created"
     if mode != "copy":
         raise PlanValidationError(f"unknown link mode {mode!r} (copy or symlink)")
@@ -168,6 +170,7 @@ def create_link(storage: TableStorage, link: PartitionLink, mode: str) -> str:
             f"{storage.full_path(sym)} already exists with other content than {link.target}; not replacing it"
         )
     storage.write_bytes_atomic(sym, data)
+    fault_point("links.after_link")
     return "created"
 
 

@@ -57,6 +57,7 @@ from evt_toolkit.compaction.strategy import (
 from evt_toolkit.compaction.strategy import max_ingested_event_time as max_event_time_of_slices
 from evt_toolkit.compaction.trigger import check_can_schedule
 from evt_toolkit.errors import EvtError, PendingTableServiceError, PlanValidationError
+from evt_toolkit.faults import fault_point
 from evt_toolkit.format.names import REQUESTED, InstantFileName
 from evt_toolkit.read.merge import EVENT_TIME
 from evt_toolkit.table.timeline import COMPACTION
@@ -240,6 +241,8 @@ def schedule_compaction(
 
     if link_timing == "schedule":
         create_links(table.storage, links, link_mode)
+        fault_point("schedule.after_links")
+    fault_point("schedule.before_plan")
     table.storage.write_bytes_atomic(plan_file(table, c), data)
     table.refresh()
     return ScheduledCompaction(

@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 
 from evt_toolkit.errors import EvtError, SchemaMismatchError, StorageError, WriteError
 from evt_toolkit.eventtime import EpochUnit, event_time_stats
+from evt_toolkit.faults import fault_point
 from evt_toolkit.format.log_writer import (
     META_FIELDS,
     encode_avro_data_block,
@@ -644,4 +645,5 @@ def write_file_group(
             raise WriteError(f"instant {spec.instant}: cannot write log file {storage.full_path(rel)}: {exc}") from exc
         elapsed = int((time.monotonic() - started) * 1000)
         stats.append(_write_stat(spec, fg, out, name, elapsed))
+    fault_point("write.after_task")
     return stats

@@ -32,6 +32,7 @@ from evt_toolkit.errors import (
     UnsupportedTableError,
     WriteError,
 )
+from evt_toolkit.faults import fault_point
 from evt_toolkit.format.log_writer import META_FIELDS, arrow_to_avro_schema, avro_schema_json, with_meta_fields
 from evt_toolkit.format.metadata import encode_commit_metadata_json
 from evt_toolkit.format.names import COMPLETED, INFLIGHT, REQUESTED, InstantFileName
@@ -403,9 +404,11 @@ def write(
     operation_type = op.upper()
     storage = table.storage
     storage.write_bytes_atomic(_instant_file(table, instant, REQUESTED), b"")
+    fault_point("write.after_requested")
     storage.write_bytes_atomic(
         _instant_file(table, instant, INFLIGHT), encode_commit_metadata_json(_workload_profile(tasks, operation_type))
     )
+    fault_point("write.after_inflight")
     run = executor or local_executor
     try:
         results = run(spec, tasks)
@@ -429,7 +432,9 @@ def write(
         "extraMetadata": {"schema": schema_text} if schema_text else {},
         "operationType": operation_type,
     }
+    fault_point("write.before_complete")
     storage.write_bytes_atomic(_instant_file(table, instant, COMPLETED), encode_commit_metadata_json(metadata))
+    fault_point("write.after_complete")
     # Hudi deletes the instant's marker folder once the commit is complete (WriteMarkers.quietDeleteMarkerDir).
     with contextlib.suppress(OSError, EvtError):
         storage.fs.delete_dir(storage.full_path(posixpath.join(".hoodie/.temp", instant)))

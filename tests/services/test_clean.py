@@ -21,6 +21,7 @@ import evt_toolkit as evt
 from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
 from evt_toolkit.compaction.executor import run_compaction
 from evt_toolkit.compaction.schedule import schedule_compaction
+from evt_toolkit.compaction.validate import validate_compaction
 from evt_toolkit.errors import PendingTableServiceError, ReadError
 from evt_toolkit.format.metadata import decode_clean_metadata, decode_clean_plan
 from evt_toolkit.services import clean as clean_service
@@ -188,6 +189,10 @@ def test_clean_after_several_compactions(tmp_path: Path, link_mode: str, policy:
         # Copies hold their own bytes: every original the policy names is gone.
         assert res.kept_for_links == ()
     assert compactions[-1].instant <= (res.earliest_commit_to_retain or compactions[-1].instant)
+    # Every completed compaction still validates: symlinks resolve, copies stand without their cleaned originals.
+    for c in compactions:
+        report = validate_compaction(t, c.instant)
+        assert report.ok, report.problems
 
     # The instants, as Hudi writes them.
     requested = (_hoodie(t) / f"{res.instant}.clean.requested").read_bytes()

@@ -1,0 +1,199 @@
+"""Helpers shared by the benchmarks: machine facts, timing with repeats, peak memory, result files.
+
+Timings are wall-clock (``time.perf_counter``); :func:`measure` repeats a call and reports the median, the best
+and every run. Peak memory of one task is the growth of the process's resident-set high-water mark (``VmHWM``,
+reset through ``/proc/self/clear_refs`` on Linux) over its resident set at the start of the task, so Arrow buffers
+count as well as Python objects; where the reset is unavailable it falls back to ``resource.getrusage``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import resource
+import statistics
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from bench.bench_write import machine_info
+
+__all__ = [
+    "SIZES",
+    "Measured",
+    "PeakMemory",
+    "machine_info",
+    "measure",
+    "peak_memory",
+    "profile",
+    "ratio",
+    "timed",
+    "write_json",
+]
+
+T = TypeVar("T")
+
+#: Parameters of each ``--size``. ``small`` runs in minutes on a laptop; the others show how cost grows.
+SIZES: dict[str, dict[str, Any]] = {
+    "tiny": {  # the smoke test
+        "b1_logs": 100,
+        "b2_logs": (100, 1_000),
+        "b3_rows": 4_000,
+        "b3_batches": 4,
+        "b4_rows": 4_000,
+        "cluster_rows": 2_000,
+        "repeat": 1,
+    },
+    "small": {
+        "b1_logs": 1_000,
+        "b2_logs": (1_000, 10_000, 100_000),
+        "b3_rows": 200_000,
+        "b3_batches": 10,
+        "b4_rows": 200_000,
+        "cluster_rows": 50_000,
+        "repeat": 3,
+    },
+    "medium": {
+        "b1_logs": 10_000,
+        "b2_logs": (1_000, 10_000, 100_000),
+        "b3_rows": 1_000_000,
+        "b3_batches": 10,
+        "b4_rows": 1_000_000,
+        "cluster_rows": 200_000,
+        "repeat": 3,
+    },
+    "large": {
+        "b1_logs": 100_000,
+        "b2_logs": (1_000, 10_000, 100_000, 1_000_000),
+        "b3_rows": 5_000_000,
+        "b3_batches": 20,
+        "b4_rows": 5_000_000,
+        "cluster_rows": 1_000_000,
+        "repeat": 2,
+    },
+}
+
+
+def timed(fn: Callable[[], T]) -> tuple[float, T]:
+    """``(seconds, result)`` of one call."""
+    start = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - start, out
+
+
+@dataclass(frozen=True, slots=True)
+class Measured:
+    """Repeated timings of one call (seconds) and the result of the last call."""
+
+    median_s: float
+    min_s: float
+    all_s: tuple[float, ...]
+    result: Any = field(default=None, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "median_s": round(self.median_s, 6),
+            "min_s": round(self.min_s, 6),
+            "all_s": [round(s, 6) for s in self.all_s],
+        }
+
+
+def measure(fn: Callable[[], Any], repeat: int = 3, warmup: int = 0) -> Measured:
+    """Call ``fn`` ``warmup`` times untimed, then ``repeat`` times timed."""
+    for _ in range(warmup):
+        fn()
+    times: list[float] = []
+    out: Any = None
+    for _ in range(max(1, repeat)):
+        seconds, out = timed(fn)
+        times.append(seconds)
+    return Measured(statistics.median(times), min(times), tuple(times), out)
+
+
+def ratio(a: float | None, b: float | None, digits: int = 2) -> float | None:
+    """``a / b`` rounded, ``None`` when either is missing or ``b`` is 0."""
+    if a is None or b is None or b == 0:
+        return None
+    return round(a / b, digits)
+
+
+def _status_kib(key: str) -> int | None:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def _reset_hwm() -> bool:
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        return False
+    return True
+
+
+@dataclass(slots=True)
+class PeakMemory:
+    """Filled in by :func:`peak_memory`: resident set at the start, peak during, and their difference (bytes)."""
+
+    rss_start: int = 0
+    rss_peak: int = 0
+    method: str = ""
+
+    @property
+    def growth(self) -> int:
+        return max(0, self.rss_peak - self.rss_start)
+
+
+@contextlib.contextmanager
+def peak_memory() -> Iterator[PeakMemory]:
+    """Measure the resident-set peak of the enclosed block (per task when the block is one task)."""
+    out = PeakMemory()
+    if _reset_hwm():
+        out.method = "VmHWM after clear_refs"
+        out.rss_start = (_status_kib("VmRSS") or 0) * 1024
+        try:
+            yield out
+        finally:
+            out.rss_peak = (_status_kib("VmHWM") or 0) * 1024
+    else:  # the process-wide peak cannot be reset: only growth of the all-time peak is seen
+        out.method = "ru_maxrss (not resettable)"
+        out.rss_start = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        try:
+            yield out
+        finally:
+            out.rss_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def write_json(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2, default=str) + "\n")
+
+
+def profile(fn: Callable[[], Any], top: int = 8) -> dict[str, Any]:
+    """cProfile one call: total seconds and the ``top`` functions by own time, with their share of the total."""
+    import cProfile
+    import pstats
+
+    prof = cProfile.Profile()
+    start = time.perf_counter()
+    prof.runcall(fn)
+    total = time.perf_counter() - start
+    stats = pstats.Stats(prof)
+    rows = []
+    for (file, line, func), (_cc, ncalls, tottime, cumtime, _callers) in stats.stats.items():  # type: ignore[attr-defined]
+        short = file.split("site-packages/")[-1].split("/main/")[-1]
+        rows.append({"function": f"{short}:{line}({func})", "calls": ncalls, "own_s": tottime, "cum_s": cumtime})
+    rows.sort(key=lambda r: r["own_s"], reverse=True)
+    return {
+        "total_s": round(total, 3),
+        "top_own_time": [
+            {**r, "own_s": round(r["own_s"], 4), "cum_s": round(r["cum_s"], 4), "share": round(r["own_s"] / total, 3)}
+            for r in rows[:top]
+        ],
+    }

@@ -1,0 +1,119 @@
+"""Smoke run of the benchmark suite at the ``tiny`` size: every result has its fields and sane values.
+
+Timings are not asserted (they depend on the machine and its load); only structure, counts and agreement are.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench import run as bench_run
+from bench.common import SIZES, measure, peak_memory
+
+pytestmark = pytest.mark.slow
+
+
+def _positive(x: Any) -> bool:
+    return isinstance(x, (int, float)) and x > 0
+
+
+@pytest.fixture(scope="module")
+def summary_no_spark(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    out = tmp_path_factory.mktemp("bench-out")
+    assert bench_run.main(["--size", "tiny", "--only", "B1,B2,B3,B4", "--out", str(out)]) == 0
+    data = json.loads((out / "summary.json").read_text())
+    data["_md"] = (out / "summary.md").read_text()
+    return data
+
+
+def test_summary_header(summary_no_spark: dict[str, Any]) -> None:
+    s = summary_no_spark
+    assert s["size"] == "tiny"
+    for k in ("cores", "memory_gib", "python", "pyarrow", "pyspark", "hudi"):
+        assert k in s["machine"]
+    assert set(s["results"]) == {"B1", "B2", "B3", "B4"}
+    assert {t["benchmark"] for t in s["targets"]} == {"B1", "B2", "B3", "B4"}
+    assert "## Targets" in s["_md"] and "Machine:" in s["_md"]
+    assert set(s["profiles"]) == {"B1", "B2", "B3", "B4"}
+
+
+def test_b1(summary_no_spark: dict[str, Any]) -> None:
+    b = summary_no_spark["results"]["B1"]
+    assert b["agree"] is True
+    assert b["log_files"] == b["table"]["log_files"] > 0
+    for m in ("header", "write_stats", "decode"):
+        assert _positive(b["methods"][m]["median_s"])
+        assert _positive(b["methods"][m]["bytes_read"])
+        assert b["methods"][m]["log_files_answered"] > 0
+    assert b["methods"]["decode"]["bytes_read"] > b["methods"]["header"]["bytes_read"]
+    assert set(b["ratios"]) == {"decode_s / header_s", "decode_s / write_stats_s", "decode_bytes / header_bytes"}
+
+
+def test_b2(summary_no_spark: dict[str, Any]) -> None:
+    b = summary_no_spark["results"]["B2"]
+    assert [x["log_files"] for x in b["sizes"]] == list(SIZES["tiny"]["b2_logs"])
+    for x in b["sizes"]:
+        for k in ("build_model_ms", "first_preview_ms", "threshold_change_ms_median", "threshold_change_ms_max"):
+            assert x[k] >= 0
+    assert b["largest"]["log_files"] == max(SIZES["tiny"]["b2_logs"])
+
+
+def test_b3(summary_no_spark: dict[str, Any]) -> None:
+    b = summary_no_spark["results"]["B3"]
+    p, f = b["partial"], b["full"]
+    assert f["log_files_compacted"] >= p["log_files_compacted"] > 0
+    assert f["log_records_in"] >= p["log_records_in"] > 0
+    assert p["rows_written"] > 0 and f["rows_written"] > 0
+    assert p["bytes_rewritten"] > 0 and f["bytes_rewritten"] > 0
+    assert p["bytes_rewritten_if_links_copied"] >= p["bytes_rewritten"]
+    for k in ("partial_s / floor_s", "full_s / floor_s", "partial_bytes / full_bytes", "partial_s / full_s"):
+        assert _positive(b["ratios"][k])
+    tasks = b["task_memory"]["full"]
+    assert tasks and all(t["slice_input_bytes"] > 0 and t["peak_rss_growth_bytes"] >= 0 for t in tasks)
+
+
+def test_b4(summary_no_spark: dict[str, Any]) -> None:
+    b = summary_no_spark["results"]["B4"]
+    assert b["results_equal"] is True
+    assert b["ro"]["rows"] == b["snapshot"]["rows"] == b["rows_expected"] > 0
+    assert _positive(b["ratios"]["snapshot_s / ro_s"])
+
+
+def test_b5_without_spark(tmp_path: Path) -> None:
+    from bench import b5_reads
+    from bench.bench_compaction import _batches, _build
+
+    _build(tmp_path / "src", _batches(2_000, 4, keys=1_000))
+    b = b5_reads.run(tmp_path / "src", spark=None, repeat=1)
+    assert b["readers"]["python"]["status"] == "ok"
+    if "hudi_rs" in b["readers"]:
+        assert b["readers"]["hudi_rs"]["rows"] == b["readers"]["python"]["rows"] > 0
+        assert b["equal_to_hudi_rs"]["python"] is True
+        assert _positive(b["ratios"]["python_s / hudi_rs_s"])
+
+
+@pytest.mark.spark
+def test_b5_spark_and_cluster(tmp_path: Path) -> None:
+    pytest.importorskip("pyspark")
+    out = tmp_path / "out"
+    assert bench_run.main(["--size", "tiny", "--only", "B5,CLUSTER", "--out", str(out), "--no-profile"]) == 0
+    r = json.loads((out / "summary.json").read_text())["results"]
+    assert r["B5"]["readers"]["spark"]["status"] == "ok"
+    assert all(r["B5"]["equal_to_hudi_rs"].values())
+    c = r["CLUSTER"]
+    assert c["identical_base_file_row_counts"] is True and c["identical_snapshot_rows"] is True
+    assert c["cluster"]["executors"] >= 1 and c["cluster"]["executor_python_processes"]
+    assert c["local"]["records_written"] == c["cluster"]["records_written"] > 0
+
+
+def test_helpers() -> None:
+    m = measure(lambda: sum(range(1000)), repeat=3)
+    assert len(m.all_s) == 3 and m.min_s <= m.median_s and m.result == 499500
+    with peak_memory() as mem:
+        blob = bytearray(32 * 2**20)
+        blob[::4096] = b"x" * len(blob[::4096])
+    assert mem.rss_peak >= mem.rss_start and mem.method
