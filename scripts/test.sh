@@ -1,16 +1,28 @@
 #!/usr/bin/env bash
-# The full test suite: set everything up, then lint (ruff), type-check (mypy) and run pytest.
-#   bash scripts/test.sh [pytest args...]
+# The full test suite: set everything up, then lint (ruff), type-check (mypy), install the browser for the browser
+# test, and run pytest over tests/ and the notebooks (nbval executes notebooks/*.ipynb and compares the cells marked
+# `# NBVAL_CHECK_OUTPUT` with their stored outputs, after notebooks/nbval_sanitize.cfg masks instants, ids and paths).
+#   bash scripts/test.sh [pytest args...]     (arguments replace the default: tests notebooks)
 # Real Hudi tables are read from ../shared/fixtures (EVT_SHARED_DIR overrides); tests needing them skip with a
-# reason when absent. EVT_FUZZ_EXAMPLES sets the fuzz test's example count (default keeps CI fast).
+# reason when absent. EVT_FUZZ_EXAMPLES sets the fuzz test's example count (default keeps CI fast). The demo table is
+# built once into demo_tables/flights (EVT_DEMO_TABLE overrides) and reused.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+VENV="${EVT_VENV:-.venv}"
 bash scripts/setup.sh
 
 echo "== ruff"
-.venv/bin/ruff check evt_toolkit tests
-.venv/bin/ruff format --check evt_toolkit tests
+"$VENV/bin/ruff" check evt_toolkit tests notebooks bench
+"$VENV/bin/ruff" format --check evt_toolkit tests notebooks bench
 echo "== mypy"
-.venv/bin/mypy
-echo "== pytest"
-.venv/bin/python -m pytest "$@"
+"$VENV/bin/mypy"
+echo "== browser (Debian chromium for tests/browser)"
+bash scripts/install_browser.sh || echo "continuing without chromium: the browser test will skip"
+echo "== pytest (tests + notebooks)"
+if [ "$#" -eq 0 ]; then
+  set -- tests notebooks
+fi
+"$VENV/bin/python" -m pytest \
+  --nbval-lax --nbval-current-env --nbval-cell-timeout=300 \
+  --nbval-sanitize-with notebooks/nbval_sanitize.cfg \
+  "$@"
