@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from evt_toolkit.compaction.model import LogFileInfo, SliceInfo
 from evt_toolkit.errors import EvtError
+from evt_toolkit.table.write_stats import log_event_time_index
 
 if TYPE_CHECKING:
     from evt_toolkit.eventtime import EpochUnit
@@ -79,23 +80,6 @@ def _is_committed(timeline: Timeline, instant: str | None) -> bool:
     return instant is not None and (
         timeline.is_completed_commit_time(instant) or timeline.is_before_timeline_start(instant)
     )
-
-
-def _max_event_time_index(timeline: Timeline) -> dict[tuple[str, str], int]:
-    """``(log file name, writing instant) -> maxEventTime`` from completed commits' write stats."""
-    out: dict[tuple[str, str], int] = {}
-    for inst in timeline.completed_commits():
-        try:
-            meta = timeline.commit_metadata(inst)
-        except EvtError:
-            continue
-        for stats in (meta.get("partitionToWriteStats") or {}).values():
-            for st in stats or []:
-                name = str(st.get("path") or "").rsplit("/", 1)[-1]
-                value = st.get("maxEventTime")
-                if name.startswith(".") and value is not None:
-                    out[(name, inst.time)] = int(value)
-    return out
 
 
 def max_ingested_event_time(table: HudiTable) -> int | None:
@@ -250,7 +234,7 @@ def slice_infos(table: HudiTable, event_time_field: str | None = None, unit: Epo
             blocks = tuple(loaded.get(k, ()))
             resolved[k] = blocks
             _cache_put(keys[k], blocks)
-    max_index = _max_event_time_index(timeline) if field else {}
+    max_index = log_event_time_index(timeline, "maxEventTime") if field else {}
     out: list[SliceInfo] = []
     for s in merged:
         logs = tuple(

@@ -65,6 +65,7 @@ from evt_toolkit.table.timeline import (
     InstantState,
     Timeline,
 )
+from evt_toolkit.table.write_stats import log_event_time_index
 
 if TYPE_CHECKING:
     from evt_toolkit.storage.fs import TableStorage
@@ -351,23 +352,6 @@ def deduplicated_logs(file_slice: FileSlice, links: Mapping[str, str]) -> list[L
     return [lf for lf in file_slice.log_files if not (lf.name in links and links[lf.name] in names)]
 
 
-def _write_stat_mins(timeline: Timeline) -> dict[tuple[str, str], int]:
-    """``(log name, instant) -> minEventTime`` of completed commits (to skip decoding blocks)."""
-    out: dict[tuple[str, str], int] = {}
-    for inst in timeline.completed_commits():
-        try:
-            meta = timeline.commit_metadata(inst)
-        except EvtError:
-            continue
-        for stats in (meta.get("partitionToWriteStats") or {}).values():
-            for st in stats or []:
-                value = _int(st.get("minEventTime"))
-                name = str(st.get("path") or "").rsplit("/", 1)[-1]
-                if value is not None and name.startswith("."):
-                    out[(name, inst.time)] = value
-    return out
-
-
 def late_data(table: HudiTable, instant: str, threshold_ms: int, *, event_time_field: str | None = None) -> LateData:
     """Count records with event time ≤ ``threshold_ms`` in the logs of the latest (merged) file slices.
 
@@ -391,7 +375,7 @@ def late_data(table: HudiTable, instant: str, threshold_ms: int, *, event_time_f
     field_name = event_time_field or table.config.event_time_field
     timeline = table.timeline
     unit = cast(EpochUnit, table.config.event_time_unit or "ms")
-    stat_mins = _write_stat_mins(timeline)
+    stat_mins = log_event_time_index(timeline, "minEventTime")
     pending_links = pending_link_targets(table)
     # File-level facts (cached per log file by slice_infos) rule out most logs without opening them: a file whose
     # committed data all has min event time > T cannot hold a late record.

@@ -12,6 +12,7 @@ from evt_toolkit.errors import EvtError
 from evt_toolkit.eventtime import EpochUnit, event_time_stats
 from evt_toolkit.format.log_content import read_block_records
 from evt_toolkit.format.logfile import BlockType, HeaderKey, LogBlock, scan_log_blocks
+from evt_toolkit.table.write_stats import log_event_time_index
 
 if TYPE_CHECKING:
     from evt_toolkit.table.fs_view import LogFile
@@ -83,7 +84,7 @@ class Inspect:
         unit = cast(EpochUnit, event_time_unit or t.config.event_time_unit)
         groups = t.view.file_groups()
         rows: dict[str, list[object]] = {f.name: [] for f in LOG_BLOCKS_SCHEMA}
-        stats_index = self._write_stats_index() if field else {}
+        stats_index = log_event_time_index(t.timeline, "minEventTime") if field else {}
         for g in groups:
             if partition is not None and g.partition_path != partition:
                 continue
@@ -137,23 +138,6 @@ class Inspect:
         for k, v in values.items():
             rows[k].append(v)
 
-    def _write_stats_index(self) -> dict[tuple[str, str], tuple[int | None, str]]:
-        """``(log file name, writing instant) -> minEventTime`` from completed commits' write stats."""
-        t = self._table
-        out: dict[tuple[str, str], tuple[int | None, str]] = {}
-        for inst in t.timeline.completed_commits():
-            try:
-                meta = t.timeline.commit_metadata(inst)
-            except EvtError:
-                continue
-            for stats in (meta.get("partitionToWriteStats") or {}).values():
-                for st in stats or []:
-                    path = st.get("path") or ""
-                    name = path.rsplit("/", 1)[-1]
-                    if name.startswith(".") and st.get("minEventTime") is not None:
-                        out[(name, inst.time)] = (int(st["minEventTime"]), inst.time)
-        return out
-
     def _min_event_time(
         self,
         f: object,
@@ -161,7 +145,7 @@ class Inspect:
         blk: LogBlock,
         field: str | None,
         unit: EpochUnit,
-        stats_index: dict[tuple[str, str], tuple[int | None, str]],
+        stats_index: dict[tuple[str, str], int],
     ) -> MinEventTime:
         if not blk.is_data or blk.block_type == BlockType.CDC_DATA:
             return MinEventTime(None, None, None)
@@ -172,7 +156,7 @@ class Inspect:
             return MinEventTime(None, None, None)
         ws = stats_index.get((lf.name, blk.instant_time or ""))
         if ws is not None:
-            return MinEventTime(ws[0], "write_stats", None)
+            return MinEventTime(ws, "write_stats", None)
         key = (lf.name, lf.size, blk.offset)
         cached = self._scan_cache.get(key)
         if cached is not None:

@@ -1,0 +1,39 @@
+"""Facts recorded in completed commits' write stats, indexed for readers and table services."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from evt_toolkit.errors import EvtError
+from evt_toolkit.table.timeline import Timeline
+
+EventTimeStat = Literal["minEventTime", "maxEventTime"]
+
+
+def _as_int(value: Any) -> int | None:
+    try:
+        return None if value is None or value == "" else int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def log_event_time_index(timeline: Timeline, stat: EventTimeStat) -> dict[tuple[str, str], int]:
+    """``(log file name, writing instant) -> minEventTime | maxEventTime`` (epoch ms) of every completed commit.
+
+    Hudi records these per write stat (``HoodieWriteStat``), i.e. per log file and deltacommit; stock writers leave
+    them null unless ``DefaultHoodieRecordPayload`` tracks event time. Commits whose metadata cannot be decoded and
+    values that are not integers are skipped: the caller falls back to the next source (a scan of the data).
+    """
+    out: dict[tuple[str, str], int] = {}
+    for inst in timeline.completed_commits():
+        try:
+            meta = timeline.commit_metadata(inst)
+        except EvtError:
+            continue
+        for stats in (meta.get("partitionToWriteStats") or {}).values():
+            for st in stats or []:
+                name = str(st.get("path") or "").rsplit("/", 1)[-1]
+                value = _as_int(st.get(stat))
+                if name.startswith(".") and value is not None:
+                    out[(name, inst.time)] = value
+    return out
