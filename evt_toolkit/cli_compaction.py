@@ -30,12 +30,11 @@ from rich.table import Table
 from evt_toolkit.compaction.freshness import ro_freshness
 from evt_toolkit.compaction.metrics import metrics as table_metrics
 from evt_toolkit.compaction.strategy import (
+    STRATEGY_CLASSES,
+    STRATEGY_NAMES,
     CompactionStrategy,
-    DayBasedCompactionStrategy,
     EventTimeBasedCompactionStrategy,
     InvalidThresholdError,
-    LogFileSizeBasedCompactionStrategy,
-    UnBoundedCompactionStrategy,
     iso_ms,
 )
 from evt_toolkit.table.table import HudiTable
@@ -45,7 +44,7 @@ if TYPE_CHECKING:
 
 __all__ = ["STRATEGIES", "add_compaction_parsers", "build_strategy", "parse_duration"]
 
-STRATEGIES = ("event_time", "log_file_size", "unbounded", "day_based")
+STRATEGIES = STRATEGY_NAMES
 _UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
 
@@ -93,11 +92,7 @@ def build_strategy(args: argparse.Namespace) -> CompactionStrategy:
         )
     if given:
         raise InvalidThresholdError(f"--{given[0].replace('_', '-')} only applies to --strategy event_time")
-    if args.strategy == "log_file_size":
-        return LogFileSizeBasedCompactionStrategy()
-    if args.strategy == "unbounded":
-        return UnBoundedCompactionStrategy()
-    return DayBasedCompactionStrategy()
+    return STRATEGY_CLASSES[args.strategy]()
 
 
 # -- output helpers ----------------------------------------------------------------------------------------------------

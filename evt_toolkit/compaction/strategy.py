@@ -36,6 +36,8 @@ __all__ = [
     "DEFAULT_PARQUET_MAX_FILE_SIZE",
     "DEFAULT_TARGET_IO_MB",
     "DEFAULT_TARGET_PARTITIONS",
+    "STRATEGY_CLASSES",
+    "STRATEGY_NAMES",
     "TOTAL_IO_MB",
     "TOTAL_IO_READ_MB",
     "TOTAL_IO_WRITE_MB",
@@ -601,3 +603,13 @@ class EventTimeBasedCompactionStrategy(CompactionStrategy):
         if self.event_time_field:
             out["event_time_field"] = self.event_time_field
         return out
+
+
+#: The strategies the CLI and the widgets offer, by name (the event-time strategy first).
+STRATEGY_CLASSES: dict[str, type[CompactionStrategy]] = {
+    "event_time": EventTimeBasedCompactionStrategy,
+    "log_file_size": LogFileSizeBasedCompactionStrategy,
+    "unbounded": UnBoundedCompactionStrategy,
+    "day_based": DayBasedCompactionStrategy,
+}
+STRATEGY_NAMES: tuple[str, ...] = tuple(STRATEGY_CLASSES)

@@ -40,12 +40,11 @@ from evt_toolkit.compaction.plan import (
 )
 from evt_toolkit.compaction.preview import CompactionPreview, PreviewModel
 from evt_toolkit.compaction.strategy import (
+    STRATEGY_CLASSES,
+    STRATEGY_NAMES,
     CompactionStrategy,
-    DayBasedCompactionStrategy,
     EventTimeBasedCompactionStrategy,
     InvalidThresholdError,
-    LogFileSizeBasedCompactionStrategy,
-    UnBoundedCompactionStrategy,
     to_epoch_ms,
 )
 from evt_toolkit.errors import EvtError, TimelineError
@@ -84,7 +83,7 @@ __all__ = [
 HEATMAP_SLICE_THRESHOLD = 200
 
 #: Strategy names the preview and runner accept, in the order a selector shows them.
-STRATEGIES: tuple[str, ...] = ("event_time", "log_file_size", "unbounded", "day_based")
+STRATEGIES: tuple[str, ...] = STRATEGY_NAMES
 
 #: How T is fixed for the event-time strategy (the three modes of ``EventTimeBasedCompactionStrategy``).
 THRESHOLD_MODES: tuple[str, ...] = ("threshold", "data_latency", "allowed_lateness")
@@ -581,17 +580,11 @@ def make_strategy(name: str, threshold_ms: int | None = None, **kwargs: Any) -> 
         >>> make_strategy("event_time", 1000)
         EventTimeBasedCompactionStrategy(threshold='1970-01-01T00:00:01.000Z')
     """
-    if name == "event_time":
-        if kwargs:
-            return EventTimeBasedCompactionStrategy(**kwargs)
+    if name not in STRATEGY_CLASSES:
+        raise InvalidActionError(f"unknown strategy {name!r}; expected one of {', '.join(STRATEGIES)}")
+    if name == "event_time" and not kwargs:
         return EventTimeBasedCompactionStrategy(threshold=threshold_ms)
-    if name == "log_file_size":
-        return LogFileSizeBasedCompactionStrategy(**kwargs)
-    if name == "unbounded":
-        return UnBoundedCompactionStrategy()
-    if name == "day_based":
-        return DayBasedCompactionStrategy(**kwargs)
-    raise InvalidActionError(f"unknown strategy {name!r}; expected one of {', '.join(STRATEGIES)}")
+    return STRATEGY_CLASSES[name](**kwargs)
 
 
 def _duration_strategy(
