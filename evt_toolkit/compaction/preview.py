@@ -171,10 +171,10 @@ class PreviewSummary:
             f"({self.slices_partial} partially); {self.slices_pending_compaction} held by a pending compaction",
             f"logs: {self.logs_compacted} of {self.logs_total} compacted ({self.logs_forced} forced by the prefix "
             f"rule), {self.links} linked into new slices",
-            f"bytes: read {_human(self.bytes_read)}, write ≈ {_human(self.bytes_written_estimate)} "
-            f"(ratio {self.compression_ratio}), copy for links {_human(self.link_bytes_copied)}",
+            f"bytes: read {format_bytes(self.bytes_read)}, write ≈ {format_bytes(self.bytes_written_estimate)} "
+            f"(ratio {self.compression_ratio}), copy for links {format_bytes(self.link_bytes_copied)}",
             f"full compaction: {self.full_logs_compacted} logs in {self.full_slices} slices, read "
-            f"{_human(self.full_bytes_read)}, write ≈ {_human(self.full_bytes_written_estimate)}",
+            f"{format_bytes(self.full_bytes_read)}, write ≈ {format_bytes(self.full_bytes_written_estimate)}",
         ]
         if self.ro_freshness_ms is not None:
             lines.append(f"RO freshness after the plan: every event ≤ {iso_ms(self.ro_freshness_ms)}")
@@ -183,7 +183,15 @@ class PreviewSummary:
         return "\n".join(lines)
 
 
-def _human(n: int) -> str:
+def format_bytes(n: int | None) -> str:
+    """Bytes in binary units (``1.5 MiB``); ``-`` for unknown.
+
+    Example:
+        >>> format_bytes(1536)
+        '1.5 KiB'
+    """
+    if n is None:
+        return "-"
     value = float(n)
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if abs(value) < 1024 or unit == "TiB":

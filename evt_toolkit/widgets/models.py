@@ -38,7 +38,7 @@ from evt_toolkit.compaction.plan import (
     LINK_MODES,
     LINK_TIMINGS,
 )
-from evt_toolkit.compaction.preview import CompactionPreview, PreviewModel
+from evt_toolkit.compaction.preview import CompactionPreview, PreviewModel, format_bytes
 from evt_toolkit.compaction.strategy import (
     STRATEGY_CLASSES,
     STRATEGY_NAMES,
@@ -113,23 +113,6 @@ def format_ms(ms: int | None) -> str:
     if dt.microsecond:
         text += f".{dt.microsecond // 1000:03d}"
     return text + " UTC"
-
-
-def format_bytes(n: int | None) -> str:
-    """Bytes in binary units (``1.5 MiB``).
-
-    Example:
-        >>> format_bytes(1536)
-        '1.5 KiB'
-    """
-    if n is None:
-        return "-"
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(value) < 1024 or unit == "TiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{n} B"
 
 
 def ms_to_timestamps(values: Sequence[int | None] | np.ndarray) -> pd.Series:
