@@ -38,7 +38,7 @@ from evt_toolkit.compaction.plan import EXTRA_LINK_MODE, EXTRA_LINK_TIMING, EXTR
 from evt_toolkit.compaction.schedule import EXTRA_CARRY_OVER, EXTRA_EXACT_SPLIT, EXTRA_REMAINING_PREFIX, plan_file
 from evt_toolkit.errors import EvtError, PlanValidationError, TimelineError
 from evt_toolkit.faults import fault_point
-from evt_toolkit.format.metadata import encode_commit_metadata_json
+from evt_toolkit.format.metadata import encode_commit_metadata_json, write_stat
 from evt_toolkit.format.names import COMPLETED, INFLIGHT, InstantFileName, LogFileName
 from evt_toolkit.table.timeline import COMMIT, COMPACTION, Instant
 
@@ -191,33 +191,35 @@ def validate_plan_files(table: HudiTable, plan: Mapping[str, Any]) -> list[str]:
     return problems
 
 
+_STAT_KEYS = (
+    "fileId",
+    "path",
+    "prevCommit",
+    "numWrites",
+    "numDeletes",
+    "numUpdateWrites",
+    "numInserts",
+    "totalWriteBytes",
+    "partitionPath",
+    "totalLogRecords",
+    "totalLogFilesCompacted",
+    "totalLogSizeCompacted",
+    "totalUpdatedRecordsCompacted",
+    "totalLogBlocks",
+    "totalRollbackBlocks",
+    "fileSizeInBytes",
+    "minEventTime",
+    "maxEventTime",
+)
+
+
 def _write_stat(r: Mapping[str, Any]) -> dict[str, Any]:
     """A plain ``HoodieWriteStat`` in Jackson's field order (compaction writes no delta stats)."""
-    return {
-        "fileId": r["fileId"],
-        "path": r["path"],
-        "cdcStats": None,
-        "prevCommit": r["prevCommit"],
-        "numWrites": r["numWrites"],
-        "numDeletes": r["numDeletes"],
-        "numUpdateWrites": r["numUpdateWrites"],
-        "numInserts": r["numInserts"],
-        "totalWriteBytes": r["totalWriteBytes"],
-        "totalWriteErrors": 0,
-        "tempPath": None,
-        "partitionPath": r["partitionPath"],
-        "totalLogRecords": r["totalLogRecords"],
-        "totalLogFilesCompacted": r["totalLogFilesCompacted"],
-        "totalLogSizeCompacted": r["totalLogSizeCompacted"],
-        "totalUpdatedRecordsCompacted": r["totalUpdatedRecordsCompacted"],
-        "totalLogBlocks": r["totalLogBlocks"],
-        "totalCorruptLogBlock": 0,
-        "totalRollbackBlocks": r["totalRollbackBlocks"],
-        "fileSizeInBytes": r["fileSizeInBytes"],
-        "minEventTime": r["minEventTime"],
-        "maxEventTime": r["maxEventTime"],
-        "runtimeStats": {"totalScanTime": 0, "totalUpsertTime": 0, "totalCreateTime": r["elapsedMs"]},
-    }
+    copied = {k: r[k] for k in _STAT_KEYS}
+    return write_stat(
+        **copied,
+        runtimeStats={"totalScanTime": 0, "totalUpsertTime": 0, "totalCreateTime": r["elapsedMs"]},
+    )
 
 
 def _run_tasks(

@@ -364,6 +364,49 @@ def _jackson(value: Any, nesting: int, out: list[str]) -> None:
         raise TypeError(f"cannot serialize {type(value).__name__} as commit metadata JSON")
 
 
+#: ``HoodieWriteStat``'s JSON fields in Jackson's (declaration) order, with the values Hudi writes when unset.
+WRITE_STAT_DEFAULTS: Mapping[str, Any] = {
+    "fileId": None,
+    "path": None,
+    "cdcStats": None,
+    "prevCommit": None,
+    "numWrites": 0,
+    "numDeletes": 0,
+    "numUpdateWrites": 0,
+    "numInserts": 0,
+    "totalWriteBytes": 0,
+    "totalWriteErrors": 0,
+    "tempPath": None,
+    "partitionPath": None,
+    "totalLogRecords": 0,
+    "totalLogFilesCompacted": 0,
+    "totalLogSizeCompacted": 0,
+    "totalUpdatedRecordsCompacted": 0,
+    "totalLogBlocks": 0,
+    "totalCorruptLogBlock": 0,
+    "totalRollbackBlocks": 0,
+    "fileSizeInBytes": 0,
+    "minEventTime": None,
+    "maxEventTime": None,
+    "runtimeStats": None,
+}
+
+
+def write_stat(**fields: Any) -> dict[str, Any]:
+    """A ``HoodieWriteStat`` dict in Jackson's field order: the defaults, overridden by ``fields``.
+
+    Fields ``HoodieWriteStat`` does not declare (``HoodieDeltaWriteStat``'s ``logVersion``, ``logOffset``, ...) follow
+    in the order given, as Jackson writes a subclass's fields after its parent's.
+
+    Example:
+        >>> list(write_stat(fileId="f-0", logVersion=2))[:2], write_stat(logVersion=2)["logVersion"]
+        (['fileId', 'path'], 2)
+    """
+    out = dict(WRITE_STAT_DEFAULTS)
+    out.update(fields)
+    return out
+
+
 def encode_commit_metadata_json(meta: Mapping[str, Any]) -> bytes:
     """Serialize commit metadata like ``HoodieCommitMetadata.toJsonString`` (Jackson default pretty printer).
 

@@ -32,6 +32,7 @@ from evt_toolkit.format.log_writer import (
     encode_avro_records,
     encode_delete_block,
 )
+from evt_toolkit.format.metadata import write_stat
 from evt_toolkit.format.names import BaseFileName, LogFileName, new_write_token
 from evt_toolkit.format.properties import dump_properties
 from evt_toolkit.storage.fs import TableStorage
@@ -517,39 +518,29 @@ def _write_stat(
     path = posixpath.join(fg.partition_path, name) if fg.partition_path else name
     size = out.size
     new_group = fg.is_new_file_group
-    return {
-        "fileId": fg.file_id,
-        "path": path,
-        "cdcStats": None,
-        "prevCommit": fg.prev_commit,
-        "numWrites": out.records,
-        "numDeletes": out.deletes,
+    return write_stat(
+        fileId=fg.file_id,
+        path=path,
+        prevCommit=fg.prev_commit,
+        numWrites=out.records,
+        numDeletes=out.deletes,
         # The bucket index tags every record of an existing bucket with its location, so all of them are updates;
         # a new bucket's records are inserts.
-        "numUpdateWrites": 0 if new_group else out.records,
-        "numInserts": out.records if new_group else 0,
-        "totalWriteBytes": size,
-        "totalWriteErrors": 0,
-        "tempPath": None,
-        "partitionPath": fg.partition_path,
-        "totalLogRecords": 0,
-        "totalLogFilesCompacted": 0,
-        "totalLogSizeCompacted": 0,
-        "totalUpdatedRecordsCompacted": 0,
-        "totalLogBlocks": 0,
-        "totalCorruptLogBlock": 0,
-        "totalRollbackBlocks": 0,
-        "fileSizeInBytes": size,
-        "minEventTime": out.min_event_time,
-        "maxEventTime": out.max_event_time,
-        "runtimeStats": {"totalScanTime": 0, "totalUpsertTime": elapsed_ms, "totalCreateTime": 0},
-        "logVersion": out.version,
+        numUpdateWrites=0 if new_group else out.records,
+        numInserts=out.records if new_group else 0,
+        totalWriteBytes=size,
+        partitionPath=fg.partition_path,
+        fileSizeInBytes=size,
+        minEventTime=out.min_event_time,
+        maxEventTime=out.max_event_time,
+        runtimeStats={"totalScanTime": 0, "totalUpsertTime": elapsed_ms, "totalCreateTime": 0},
+        logVersion=out.version,
         # Every deltacommit starts a new file (no append on local/object stores), so its first block is at 0.
-        "logOffset": 0,
-        "baseFile": fg.base_file or "",
-        "logFiles": [*fg.existing_log_files, name],
-        "recordsStats": {"val": None},
-    }
+        logOffset=0,
+        baseFile=fg.base_file or "",
+        logFiles=[*fg.existing_log_files, name],
+        recordsStats={"val": None},
+    )
 
 
 def write_file_group(

@@ -34,7 +34,7 @@ from evt_toolkit.errors import (
 )
 from evt_toolkit.faults import fault_point
 from evt_toolkit.format.log_writer import META_FIELDS, arrow_to_avro_schema, avro_schema_json, with_meta_fields
-from evt_toolkit.format.metadata import encode_commit_metadata_json
+from evt_toolkit.format.metadata import encode_commit_metadata_json, write_stat
 from evt_toolkit.format.names import COMPLETED, INFLIGHT, REQUESTED, InstantFileName
 from evt_toolkit.read.schema import latest_avro_schema
 from evt_toolkit.write.instants import new_instant_time
@@ -245,31 +245,7 @@ def _pairs(rows: pa.Table) -> set[tuple[str, int]]:
 
 def _profile_stat(file_id: str, prev_commit: str, updates: int, inserts: int) -> dict[str, Any]:
     """A ``HoodieWriteStat`` of the inflight workload profile (``BaseCommitActionExecutor.saveWorkloadProfile...``)."""
-    return {
-        "fileId": file_id,
-        "path": None,
-        "cdcStats": None,
-        "prevCommit": prev_commit,
-        "numWrites": 0,
-        "numDeletes": 0,
-        "numUpdateWrites": updates,
-        "numInserts": inserts,
-        "totalWriteBytes": 0,
-        "totalWriteErrors": 0,
-        "tempPath": None,
-        "partitionPath": None,
-        "totalLogRecords": 0,
-        "totalLogFilesCompacted": 0,
-        "totalLogSizeCompacted": 0,
-        "totalUpdatedRecordsCompacted": 0,
-        "totalLogBlocks": 0,
-        "totalCorruptLogBlock": 0,
-        "totalRollbackBlocks": 0,
-        "fileSizeInBytes": 0,
-        "minEventTime": None,
-        "maxEventTime": None,
-        "runtimeStats": None,
-    }
+    return write_stat(fileId=file_id, prevCommit=prev_commit, numUpdateWrites=updates, numInserts=inserts)
 
 
 def _workload_profile(tasks: list[TaskInput], operation_type: str) -> dict[str, Any]:
