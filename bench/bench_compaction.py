@@ -36,7 +36,7 @@ from evt_toolkit.compaction import executor as executor_mod
 from evt_toolkit.compaction.executor import run_compaction
 from evt_toolkit.compaction.merge_task import MergeTask
 from evt_toolkit.compaction.schedule import schedule_compaction
-from evt_toolkit.read.query import TableReader
+from evt_toolkit.read.plan import ReadSpec
 from evt_toolkit.read.slice_reader import decode_blocks, select_log_blocks
 from evt_toolkit.storage.fs import TableStorage
 from evt_toolkit.table.fs_view import LogFile
@@ -81,7 +81,7 @@ def _build(path: Path, batches: list[pa.Table]) -> evt.HudiTable:
 def _floor(t: evt.HudiTable, instant: str) -> tuple[float, int]:
     """Read the plan's compacted logs as Arrow and write them as Parquet, no merge."""
     plan = t.timeline.compaction_plan(next(i for i in t.timeline.instants if i.time == instant))
-    ctx = TableReader.create(t.storage, t.config, t.timeline)._context(None)
+    ctx = ReadSpec.of(t).context(None, storage=t.storage)
     started = time.perf_counter()
     n = 0
     for op in plan["operations"]:

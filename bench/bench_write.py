@@ -36,7 +36,7 @@ from typing import Any
 import pyarrow as pa
 
 from evt_toolkit.demo import synthetic as syn
-from evt_toolkit.table.table import HudiTable
+from evt_toolkit.api import HudiTable
 
 
 def _version(dist: str) -> str | None:

@@ -21,7 +21,7 @@ from evt_toolkit.errors import (
     UnsupportedTableError,
     WriteError,
 )
-from evt_toolkit.table.table import HudiTable
+from evt_toolkit.api import HudiTable
 
 __version__ = "0.1.0"
 

@@ -37,7 +37,7 @@ from evt_toolkit.compaction.strategy import (
     InvalidThresholdError,
     iso_ms,
 )
-from evt_toolkit.table.table import HudiTable
+from evt_toolkit.api import HudiTable
 
 if TYPE_CHECKING:
     from evt_toolkit.compaction.executor import ProgressEvent

@@ -2,7 +2,7 @@
 
 :func:`slice_infos` turns a :class:`~evt_toolkit.table.table.HudiTable` into the
 :class:`~evt_toolkit.compaction.model.SliceInfo` records the pure decision layer works on. Block facts come from
-``table.inspect.log_blocks`` (design §2.2: ``MIN_EVENT_TIME`` header → ``minEventTime`` write stat → scan of the
+``Inspect.log_blocks`` (design §2.2: ``MIN_EVENT_TIME`` header → ``minEventTime`` write stat → scan of the
 event-time column), so there is one implementation of that precedence. They are cached per log file
 (table, path, size, field, unit) in a module-level LRU: a log file only grows, and a grown file has a new size, so a
 scan happens once per file state. Whether a block is committed is *not* cached — it is re-read from the current
@@ -23,12 +23,13 @@ from typing import TYPE_CHECKING, Any
 
 from evt_toolkit.compaction.model import LogFileInfo, SliceInfo
 from evt_toolkit.errors import EvtError
+from evt_toolkit.table.inspect import Inspect
 from evt_toolkit.table.write_stats import log_event_time_index
 
 if TYPE_CHECKING:
-    from evt_toolkit.eventtime import EpochUnit
+    from evt_toolkit.format.eventtime import EpochUnit
     from evt_toolkit.table.fs_view import FileSlice, LogFile
-    from evt_toolkit.table.table import HudiTable
+    from evt_toolkit.table.table import Table
     from evt_toolkit.table.timeline import Timeline
 
 __all__ = ["BlockFacts", "clear_cache", "max_ingested_event_time", "slice_infos"]
@@ -77,12 +78,10 @@ def _cache_put(key: _CacheKey, value: tuple[BlockFacts, ...]) -> None:
 
 
 def _is_committed(timeline: Timeline, instant: str | None) -> bool:
-    return instant is not None and (
-        timeline.is_completed_commit_time(instant) or timeline.is_before_timeline_start(instant)
-    )
+    return instant is not None and timeline.is_visible(instant)
 
 
-def max_ingested_event_time(table: HudiTable) -> int | None:
+def max_ingested_event_time(table: Table) -> int | None:
     """Max ``maxEventTime`` over every completed commit's write stats (base and log files), ``None`` if none.
 
     The watermark of ``EventTimeBasedCompactionStrategy(allowed_lateness=...)`` when the logs alone do not tell
@@ -118,7 +117,7 @@ def _rows_to_facts(rows: Iterable[dict[str, Any]]) -> dict[tuple[str, str], list
 
 
 def _load_block_facts(
-    table: HudiTable,
+    table: Table,
     wanted: dict[tuple[str, str], list[LogFile]],
     merged_groups: set[tuple[str, str]],
     field: str | None,
@@ -126,16 +125,17 @@ def _load_block_facts(
 ) -> dict[tuple[str, str], list[BlockFacts]]:
     """Block facts of the wanted logs, ``(partition, log name) -> blocks``, through ``inspect.log_blocks``."""
     facts: dict[tuple[str, str], list[BlockFacts]] = {}
+    inspect = Inspect(table)
     groups = {(p, lf.file_id) for (p, _), lfs in wanted.items() for lf in lfs}
     # A pending compaction's merged slice spans two slices; log_blocks only covers older ones with all_slices.
     per_group = [g for g in groups if g in merged_groups]
     rest = [g for g in groups if g not in merged_groups]
     if len(rest) > _PER_GROUP_LIMIT:
-        facts.update(_rows_to_facts(table.inspect.log_blocks(event_time_field=field, event_time_unit=unit).to_pylist()))
+        facts.update(_rows_to_facts(inspect.log_blocks(event_time_field=field, event_time_unit=unit).to_pylist()))
     else:
         per_group.extend(rest)
     for partition, file_id in per_group:
-        tbl = table.inspect.log_blocks(
+        tbl = inspect.log_blocks(
             partition,
             file_id,
             event_time_field=field,
@@ -198,7 +198,7 @@ def _log_info(
     )
 
 
-def slice_infos(table: HudiTable, event_time_field: str | None = None, unit: EpochUnit = "ms") -> list[SliceInfo]:
+def slice_infos(table: Table, event_time_field: str | None = None, unit: EpochUnit = "ms") -> list[SliceInfo]:
     """The latest merged file slices of ``table`` with per-log-file event-time facts.
 
     Args:

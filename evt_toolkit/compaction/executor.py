@@ -45,7 +45,7 @@ from evt_toolkit.table.timeline import COMMIT, COMPACTION, Instant
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from evt_toolkit.table.table import HudiTable
+    from evt_toolkit.table.table import Table
 
 __all__ = [
     "CompactionExecutionError",
@@ -104,14 +104,14 @@ class CompactionResult:
     duration_s: float
 
 
-def _find_instant(table: HudiTable, instant: str) -> Instant:
+def _find_instant(table: Table, instant: str) -> Instant:
     for inst in table.timeline.instants:
         if inst.time == instant and inst.action in (COMPACTION, COMMIT):
             return inst
     raise TimelineError(f"{table.storage.uri}: no compaction plan at instant {instant}")
 
 
-def load_pending_plan(table: HudiTable, instant: str) -> tuple[Instant, dict[str, Any]]:
+def load_pending_plan(table: Table, instant: str) -> tuple[Instant, dict[str, Any]]:
     """The pending compaction instant and its decoded plan.
 
     Raises:
@@ -138,7 +138,7 @@ def plan_links_with_partition(plan: Mapping[str, Any]) -> list[PartitionLink]:
     return out
 
 
-def old_slice_logs(table: HudiTable, partition: str, file_id: str, base_instant: str) -> list[str]:
+def old_slice_logs(table: Table, partition: str, file_id: str, base_instant: str) -> list[str]:
     """Names of the logs of slice ``base_instant`` of a file group on storage, in replay order."""
     files, _ = table.storage.list_dir(partition)
     found = []
@@ -156,7 +156,7 @@ def old_slice_logs(table: HudiTable, partition: str, file_id: str, base_instant:
     return [p.name for p in found]
 
 
-def validate_plan_files(table: HudiTable, plan: Mapping[str, Any]) -> list[str]:
+def validate_plan_files(table: Table, plan: Mapping[str, Any]) -> list[str]:
     """Problems of a plan against storage (empty when it can run): missing files, broken prefix rule.
 
     Checks, per operation: the base file and every compacted log exist; the compacted logs followed by the link
@@ -254,7 +254,7 @@ def _run_tasks(
 
 
 def run_compaction(
-    table: HudiTable,
+    table: Table,
     instant: str,
     *,
     spark: SparkSession | None = None,
@@ -383,7 +383,7 @@ def run_compaction(
 
 
 def _carry_over_slot(
-    table: HudiTable, op: Mapping[str, Any], index: int, instant: str, carry: bool, planned_split: bool
+    table: Table, op: Mapping[str, Any], index: int, instant: str, carry: bool, planned_split: bool
 ) -> bool:
     """Whether version 1 of the operation's new slice is free for its carry-over log.
 

@@ -29,7 +29,7 @@ Decisions:
 
 Example:
     >>> import evt_toolkit as evt
-    >>> t = evt.HudiTable.open("/data/trips")  # doctest: +SKIP
+    >>> t = evt.Table.open("/data/trips")  # doctest: +SKIP
     >>> f = ro_freshness(t)  # doctest: +SKIP
     >>> f.threshold_iso, f.late_records  # doctest: +SKIP
     ('2025-01-01T00:00:00.000Z', 0)
@@ -50,7 +50,7 @@ from evt_toolkit.compaction.event_times import slice_infos
 from evt_toolkit.compaction.plan import EXTRA_LINK_MODE, EXTRA_LINK_TIMING, EXTRA_STRATEGY, EXTRA_THRESHOLD_MS
 from evt_toolkit.compaction.strategy import iso_ms
 from evt_toolkit.errors import EvtError
-from evt_toolkit.eventtime import EpochUnit, to_epoch_ms
+from evt_toolkit.format.eventtime import EpochUnit, to_epoch_ms
 from evt_toolkit.format.log_content import read_block_records
 from evt_toolkit.format.logfile import BlockType, scan_log_blocks
 from evt_toolkit.format.names import InstantFileName
@@ -70,7 +70,7 @@ from evt_toolkit.table.write_stats import log_event_time_index
 if TYPE_CHECKING:
     from evt_toolkit.storage.fs import TableStorage
     from evt_toolkit.table.fs_view import FileSlice, LogFile
-    from evt_toolkit.table.table import HudiTable
+    from evt_toolkit.table.table import Table
 
 __all__ = [
     "CompactionRecord",
@@ -168,7 +168,7 @@ def _int(value: Any) -> int | None:
         return None
 
 
-def completed_compactions(table: HudiTable) -> list[CompactionRecord]:
+def completed_compactions(table: Table) -> list[CompactionRecord]:
     """Every completed compaction on the active timeline, oldest first.
 
     Example:
@@ -217,7 +217,7 @@ def completed_compactions(table: HudiTable) -> list[CompactionRecord]:
     return out
 
 
-def _completed_at(table: HudiTable, inst: Instant) -> str | None:
+def _completed_at(table: Table, inst: Instant) -> str | None:
     if inst.completion_time is not None:
         return inst.completion_time
     if not inst.is_completed:
@@ -254,7 +254,7 @@ def _service_kind(timeline: Timeline, inst: Instant) -> str | None:
     return None
 
 
-def table_service_windows(table: HudiTable) -> list[ServiceWindow]:
+def table_service_windows(table: Table) -> list[ServiceWindow]:
     """Pending windows of every compaction, log compaction and clustering (replacecommit) on the timeline.
 
     Example:
@@ -327,7 +327,7 @@ class LateData:
     blocks_decoded: int = 0
 
 
-def pending_link_targets(table: HudiTable) -> dict[tuple[str, str], dict[str, str]]:
+def pending_link_targets(table: Table) -> dict[tuple[str, str], dict[str, str]]:
     """``(partition, fileId) -> {link name: target name}`` of the pending compaction plans.
 
     Links created at schedule time sit in the pending plan's new slice while their targets are still in the old
@@ -352,7 +352,7 @@ def deduplicated_logs(file_slice: FileSlice, links: Mapping[str, str]) -> list[L
     return [lf for lf in file_slice.log_files if not (lf.name in links and links[lf.name] in names)]
 
 
-def late_data(table: HudiTable, instant: str, threshold_ms: int, *, event_time_field: str | None = None) -> LateData:
+def late_data(table: Table, instant: str, threshold_ms: int, *, event_time_field: str | None = None) -> LateData:
     """Count records with event time ≤ ``threshold_ms`` in the logs of the latest (merged) file slices.
 
     Blocks are skipped without decoding when their ``MIN_EVENT_TIME`` header or their writer's ``minEventTime``
@@ -395,7 +395,7 @@ def late_data(table: HudiTable, instant: str, threshold_ms: int, *, event_time_f
                     inst = blk.instant_time
                     if blk.block_type not in _RECORD_BLOCKS or blk.corrupt_reason or inst is None:
                         continue
-                    if not (timeline.is_completed_commit_time(inst) or timeline.is_before_timeline_start(inst)):
+                    if not timeline.is_visible(inst):
                         continue  # uncommitted blocks are invisible to every reader
                     header_min = blk.min_event_time_header
                     known_min = header_min if header_min is not None else stat_mins.get((lf.name, inst))
@@ -500,7 +500,7 @@ class Freshness:
         return f"RO freshness: every event ≤ {self.threshold_iso} (compaction {self.instant}{lag}){late}"
 
 
-def ro_freshness(table: HudiTable, *, now_ms: int | None = None) -> Freshness:
+def ro_freshness(table: Table, *, now_ms: int | None = None) -> Freshness:
     """The RO view's freshness (see the module notes for the rules).
 
     Args:

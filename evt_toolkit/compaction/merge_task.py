@@ -47,7 +47,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from evt_toolkit.errors import EvtError, LogFormatError, PlanValidationError, UnsupportedFeatureError
-from evt_toolkit.eventtime import to_epoch_ms
+from evt_toolkit.format.eventtime import to_epoch_ms
 from evt_toolkit.format.log_writer import avro_schema_json, encode_avro_data_block, encode_delete_block
 from evt_toolkit.format.logfile import BlockType, scan_log_blocks
 from evt_toolkit.format.names import BaseFileName, LogFileName
@@ -59,7 +59,7 @@ from evt_toolkit.read.merge import (
     merge_log_candidates,
     merge_with_base,
 )
-from evt_toolkit.read.query import TableReader
+from evt_toolkit.read.plan import ReadSpec
 from evt_toolkit.read.slice_reader import (
     SliceReadContext,
     decode_blocks,
@@ -69,7 +69,7 @@ from evt_toolkit.read.slice_reader import (
 from evt_toolkit.storage.fs import TableStorage
 from evt_toolkit.table.config import load_table_config
 from evt_toolkit.table.fs_view import BaseFile, FileSystemView, LogFile
-from evt_toolkit.table.timeline import Timeline
+from evt_toolkit.table.table import Table
 
 __all__ = [
     "FILE_NAME",
@@ -177,10 +177,8 @@ def _check_blocks(storage: TableStorage, logs: tuple[LogFile, ...]) -> tuple[int
 
 def _context(storage: TableStorage) -> tuple[SliceReadContext, Any]:
     config = load_table_config(storage)
-    timeline = Timeline.load(storage, config)
-    # The reader context only needs storage, config and timeline; no listing of the table is made per task.
-    reader = TableReader(storage, config, timeline, cast(FileSystemView, None))
-    return reader._context(None), config
+    table = Table(storage, config)
+    return ReadSpec.of(table).context(None, storage=storage), config
 
 
 def _avro_schema_with_meta(ctx: SliceReadContext) -> dict[str, Any]:

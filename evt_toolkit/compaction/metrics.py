@@ -18,7 +18,7 @@ logs of the new slice and count as such.
 
 Example:
     >>> import evt_toolkit as evt
-    >>> m = evt.HudiTable.open("/data/trips").metrics()  # doctest: +SKIP
+    >>> m = evt.Table.open("/data/trips").metrics()  # doctest: +SKIP
     >>> print(m.to_prometheus())  # doctest: +SKIP
     # HELP evt_hudi_remaining_log_files Log files in the latest file slices not merged by any compaction yet.
     # TYPE evt_hudi_remaining_log_files gauge
@@ -41,7 +41,7 @@ from evt_toolkit.compaction.event_times import slice_infos
 from evt_toolkit.compaction.freshness import Freshness, pending_link_targets, ro_freshness
 
 if TYPE_CHECKING:
-    from evt_toolkit.table.table import HudiTable
+    from evt_toolkit.table.table import Table
 
 __all__ = ["METRICS_SCHEMA", "TableMetrics", "metrics"]
 
@@ -259,7 +259,7 @@ def _format_value(value: float | int | None) -> str:
     return repr(float(value))
 
 
-def metrics(table: HudiTable, now_ms: int | None = None, *, freshness: Freshness | None = None) -> TableMetrics:
+def metrics(table: Table, now_ms: int | None = None, *, freshness: Freshness | None = None) -> TableMetrics:
     """The RFC's five figures, freshness lag and late records of ``table``.
 
     Args:

@@ -5,7 +5,7 @@ that writes refreshes the table afterwards so ``table.timeline`` and ``table.fil
 
 Example:
     >>> import evt_toolkit as evt
-    >>> t = evt.HudiTable.open("/data/trips")  # doctest: +SKIP
+    >>> t = evt.Table.open("/data/trips")  # doctest: +SKIP
     >>> s = evt.EventTimeBasedCompactionStrategy(data_latency=3_600_000)  # doctest: +SKIP
     >>> print(t.compaction.preview(s).summary_text())  # doctest: +SKIP
     >>> c = t.compaction.schedule(s)  # doctest: +SKIP
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from evt_toolkit.compaction.executor import CompactionResult, ProgressEvent
     from evt_toolkit.compaction.schedule import ScheduledCompaction
     from evt_toolkit.compaction.validate import UnscheduleReport, ValidationReport
-    from evt_toolkit.table.table import HudiTable
+    from evt_toolkit.table.table import Table
 
 __all__ = ["HISTORY_SCHEMA", "CompactionNamespace"]
 
@@ -74,7 +74,7 @@ class CompactionNamespace:
         []
     """
 
-    def __init__(self, table: HudiTable) -> None:
+    def __init__(self, table: Table) -> None:
         self._table = table
 
     def __repr__(self) -> str:

@@ -27,7 +27,7 @@ may write at the head of the new slice (:mod:`evt_toolkit.compaction.merge_task`
 Example:
     >>> import evt_toolkit as evt
     >>> from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
-    >>> t = evt.HudiTable.open("/data/trips")  # doctest: +SKIP
+    >>> t = evt.Table.open("/data/trips")  # doctest: +SKIP
     >>> c = schedule_compaction(t, EventTimeBasedCompactionStrategy(threshold="2025-01-01T00:00:00Z"))  # doctest: +SKIP
     >>> c.instant, c.operations, len(c.links)  # doctest: +SKIP
     ('20250102000000000', 12, 7)
@@ -65,7 +65,7 @@ from evt_toolkit.write.instants import new_instant_time
 from evt_toolkit.write.plan import CARRY_OVER_KEY
 
 if TYPE_CHECKING:
-    from evt_toolkit.table.table import HudiTable
+    from evt_toolkit.table.table import Table
 
 __all__ = [
     "EXTRA_CARRY_OVER",
@@ -112,13 +112,13 @@ class ScheduledCompaction:
         return (self.plan.get("extraMetadata") or {}).get(EXTRA_EXACT_SPLIT) == "true"
 
 
-def plan_file(table: HudiTable, instant: str, state: str = REQUESTED) -> str:
+def plan_file(table: Table, instant: str, state: str = REQUESTED) -> str:
     """Path of the compaction's ``requested``/``inflight`` file, relative to the base path."""
     return posixpath.join(table.config.timeline_path, InstantFileName(instant, COMPACTION, state).name)
 
 
 def _resolve_threshold(
-    table: HudiTable, strategy: CompactionStrategy, slices: Sequence[SliceInfo], now_ms: int | None
+    table: Table, strategy: CompactionStrategy, slices: Sequence[SliceInfo], now_ms: int | None
 ) -> int | None:
     if not isinstance(strategy, EventTimeBasedCompactionStrategy):
         return None
@@ -149,7 +149,7 @@ def _remaining_figures(slices: Sequence[SliceInfo], selections: Sequence[Operati
 
 
 def schedule_compaction(
-    table: HudiTable,
+    table: Table,
     strategy: CompactionStrategy,
     *,
     link_mode: str = "copy",
@@ -256,7 +256,7 @@ def schedule_compaction(
     )
 
 
-def _schema_extra(table: HudiTable) -> dict[str, str]:
+def _schema_extra(table: Table) -> dict[str, str]:
     """``schema`` copied from the last commit that has one, as Hudi copies the triggering write's metadata."""
     for inst in reversed(table.timeline.completed_commits()):
         try:

@@ -44,7 +44,7 @@ from evt_toolkit.format.metadata import load_schema, read_avro_container
 from evt_toolkit.format.names import INFLIGHT, REQUESTED, BaseFileName, LogFileName
 
 if TYPE_CHECKING:
-    from evt_toolkit.table.table import HudiTable
+    from evt_toolkit.table.table import Table
 
 __all__ = ["UnscheduleReport", "ValidationReport", "unschedule_compaction", "validate_compaction"]
 
@@ -87,7 +87,7 @@ def _stock_schema_problem(data: bytes, path: str) -> str | None:
     return None
 
 
-def validate_compaction(table: HudiTable, instant: str) -> ValidationReport:
+def validate_compaction(table: Table, instant: str) -> ValidationReport:
     """Check a (pending or completed) compaction plan against storage; never writes.
 
     Problems are sentences naming the file at fault. For a completed compaction the old slice may have been cleaned,
@@ -144,7 +144,7 @@ def validate_compaction(table: HudiTable, instant: str) -> ValidationReport:
     return ValidationReport(not problems, tuple(problems), checked)
 
 
-def unschedule_compaction(table: HudiTable, instant: str, *, dry_run: bool = True) -> UnscheduleReport:
+def unschedule_compaction(table: Table, instant: str, *, dry_run: bool = True) -> UnscheduleReport:
     """Take back a pending compaction that wrote nothing into its new slices (dry run by default).
 
     Deletes, in order: the links, the executor's hidden outputs named with ``C`` (base files; carry-over logs at
@@ -207,5 +207,5 @@ def unschedule_compaction(table: HudiTable, instant: str, *, dry_run: bool = Tru
     return UnscheduleReport(instant, tuple(files), True, None)
 
 
-def _is_link(table: HudiTable, rel: str) -> bool:
+def _is_link(table: Table, rel: str) -> bool:
     return table.storage.is_local and os.path.islink(table.storage.full_path(rel))

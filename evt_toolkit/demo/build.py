@@ -43,7 +43,7 @@ from evt_toolkit.demo import synthetic as syn
 from evt_toolkit.demo.batch import KNOWN_AT, Batch
 from evt_toolkit.errors import EvtError
 from evt_toolkit.storage.fs import TableStorage
-from evt_toolkit.table.table import HudiTable
+from evt_toolkit.api import HudiTable
 
 #: Where a build records its parameters and state, relative to the table's base path.
 BUILD_RECORD: Final = ".hoodie/.aux/evt_demo_build.json"

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Final
 
-from evt_toolkit.table.table import HudiTable
+from evt_toolkit.api import HudiTable
 
 #: Environment variable naming the demo table's path or URI.
 DEMO_TABLE_ENV: Final = "EVT_DEMO_TABLE"

@@ -9,19 +9,14 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
-from evt_toolkit.errors import StorageError, TableConfigError
-
-if TYPE_CHECKING:
-    from evt_toolkit.storage.fs import TableStorage
+from evt_toolkit.errors import TableConfigError
 
 __all__ = [
     "HOODIE_PROPERTIES",
     "HOODIE_PROPERTIES_BACKUP",
     "dump_properties",
     "parse_properties",
-    "read_table_properties",
     "table_checksum",
     "validate_checksum",
 ]
@@ -294,54 +289,3 @@ def validate_checksum(props: Mapping[str, str], source: str) -> None:
         raise TableConfigError(
             f"{source}: {TABLE_CHECKSUM_KEY}={stored} does not match the table name (expected {expected})"
         )
-
-
-def _read_validated(storage: TableStorage, rel: str) -> dict[str, str]:
-    source = storage.full_path(rel)
-    try:
-        # Properties.load(InputStream) decodes ISO-8859-1; Properties.store escapes everything else.
-        text = storage.read_bytes(rel).decode("latin-1")
-    except StorageError as exc:
-        raise TableConfigError(f"cannot read {source}: {exc}") from exc
-    try:
-        props = parse_properties(text)
-    except ValueError as exc:
-        raise TableConfigError(f"{source}: {exc}") from exc
-    validate_checksum(props, source)
-    return props
-
-
-def read_table_properties(storage: TableStorage) -> dict[str, str]:
-    """Read and validate ``.hoodie/hoodie.properties``.
-
-    Like ``HoodieTableConfig.fetchConfigs``, an invalid or unreadable main file is retried from
-    ``hoodie.properties.backup`` (a writer may have been interrupted while updating it); if that fails too, the
-    error about the main file is raised.
-
-    Args:
-        storage: the table's storage.
-
-    Returns:
-        The table properties.
-
-    Raises:
-        TableConfigError: the file is missing ("not a Hudi table"), unreadable, malformed or has a bad checksum.
-    """
-    main_exists = storage.exists(HOODIE_PROPERTIES)
-    backup_exists = storage.exists(HOODIE_PROPERTIES_BACKUP)
-    if not main_exists and not backup_exists:
-        raise TableConfigError(f"{storage.full_path(HOODIE_PROPERTIES)} not found: not a Hudi table")
-    first_error: TableConfigError | None = None
-    if main_exists:
-        try:
-            return _read_validated(storage, HOODIE_PROPERTIES)
-        except TableConfigError as exc:
-            first_error = exc
-    if backup_exists:
-        try:
-            return _read_validated(storage, HOODIE_PROPERTIES_BACKUP)
-        except TableConfigError as exc:
-            if first_error is None:
-                first_error = exc
-    assert first_error is not None
-    raise first_error

@@ -1,13 +1,17 @@
 """Read one file slice: scan its log blocks (headers only), decide which count, decode them, merge onto the base.
 
+This is the one slice read of the toolkit: :func:`read_slice` serves the pure-Python reader and the Spark data
+source, and the compaction task merges its compacted logs with :func:`merge_slice`, the same function one level
+down (it needs the merge's parts, not only its rows).
+
 Which blocks count mirrors Hudi's log record reader (``BaseHoodieLogRecordReader`` / hudi-rs ``reader_v2`` pass 1):
 
 1. corrupt blocks are dropped (a later rollback command would have removed them anyway);
 2. blocks without ``INSTANT_TIME`` are ignored;
 3. blocks newer than the query instant are skipped (Hudi 0.14 *stopped* the whole scan here — ``break`` — which can
    hide data written by out-of-order instants; 1.x and hudi-rs ``continue``, and so do we);
-4. data and delete blocks of instants that are not completed commits (and not older than the active timeline) are
-   skipped: that is how failed and inflight writes stay invisible;
+4. data and delete blocks of instants that are not visible (``Timeline.is_visible``: a completed commit, or older
+   than the active timeline) are skipped: that is how failed and inflight writes stay invisible;
 5. a rollback command block removes every earlier queued block of its ``TARGET_INSTANT_TIME``;
 6. a log-compacted block (``COMPACTED_BLOCK_TIMES``) replaces the blocks of the instants it compacted, at the
    position of the newest of them.
@@ -45,6 +49,8 @@ from evt_toolkit.read.merge import (
 from evt_toolkit.storage.fs import TableStorage
 from evt_toolkit.table.fs_view import BaseFile, FileSlice, LogFile
 
+COMMIT_TIME_FIELD = "_hoodie_commit_time"
+
 #: Marks the record key column the reader adds (and later drops) for tables without meta fields.
 _DERIVED = {b"evt.derived": b"record_key"}
 
@@ -69,7 +75,7 @@ class SliceReadContext:
         ordering_field: the ordering (precombine) field, if any.
         merge_mode: ``COMMIT_TIME_ORDERING`` or ``EVENT_TIME_ORDERING``.
         query_instant: blocks with a later instant are skipped (None: no limit).
-        is_committed: whether an instant's data/delete blocks count.
+        is_visible: whether an instant's data/delete blocks count (``Timeline.is_visible``).
         record_key_fields: record key fields, used when the table stores no ``_hoodie_record_key``.
         complex_key: whether keys are ``field:value`` lists (complex key generator).
         in_instant_range: for incremental reads, whether a data/delete block's instant is inside the window
@@ -82,7 +88,7 @@ class SliceReadContext:
     ordering_field: str | None
     merge_mode: str
     query_instant: str | None
-    is_committed: Callable[[str], bool]
+    is_visible: Callable[[str], bool]
     record_key_fields: tuple[str, ...] = ()
     complex_key: bool = False
     in_instant_range: Callable[[str], bool] | None = None
@@ -117,7 +123,7 @@ def select_log_blocks(ctx: SliceReadContext, log_files: tuple[LogFile, ...]) -> 
                 target = blk.target_instant_time
                 queue = [q for q in queue if q.block.instant_time != target]
                 continue
-            if not ctx.is_committed(instant):
+            if not ctx.is_visible(instant):
                 continue
             if ctx.in_instant_range is not None and not ctx.in_instant_range(instant):
                 continue
@@ -223,12 +229,101 @@ def read_base_file(ctx: SliceReadContext, base: BaseFile) -> pa.Table:
     return conform(table, ctx.schema, base.path)
 
 
-def read_file_slice(ctx: SliceReadContext, file_slice: FileSlice) -> pa.Table:
-    """Merge a slice's base file with its log blocks into the table schema."""
-    if ctx.derives_keys:
+@dataclass(frozen=True, slots=True)
+class SliceMerge:
+    """A slice's base rows merged with its chosen log blocks, kept in parts (what the compaction task needs).
+
+    Attributes:
+        base: the base file's rows (the table schema; empty without a base file).
+        keep_base: which base rows survive the merge.
+        data: every decoded log data row, replay order.
+        deletes: every decoded delete-block entry (``DELETE_SCHEMA``), replay order.
+        winners: one row per key, the log records' winner (``LogCandidates`` columns: ``key``, ``seq``,
+            ``is_delete``, ``ct_delete``, ``ord``, ``src``, ``idx``).
+        emitted: the winners that are emitted as rows (data rows that beat or found no base row).
+    """
+
+    base: pa.Table
+    keep_base: pa.Array
+    data: pa.Table
+    deletes: pa.Table
+    winners: pa.Table
+    emitted: pa.Table
+
+    def rows(self) -> pa.Table:
+        """The merged rows: surviving base rows, then emitted log rows."""
+        return pa.concat_tables([self.base.filter(self.keep_base), self.data.take(self.emitted["idx"])])
+
+
+def merge_slice(ctx: SliceReadContext, base: pa.Table, queued: list[QueuedBlock]) -> SliceMerge:
+    """Merge ``base`` with the ``queued`` blocks (from :func:`select_log_blocks`) by the table's merge mode.
+
+    Raises:
+        UnsupportedFeatureError: partial-update blocks (:func:`read_file_slice` folds those block by block).
+    """
+    if any(q.block.is_partial for q in queued):
+        raise UnsupportedFeatureError("partial-update log blocks are merged block by block, not by merge_slice")
+    data, dseq, deletes, delseq = decode_blocks(ctx, queued)
+    cands = build_candidates(data, dseq, deletes, delseq, ctx.ordering_field, ctx.merge_mode)
+    winners = merge_log_candidates(cands, ctx.merge_mode)
+    base_ord = None
+    if ctx.merge_mode != COMMIT_TIME and ctx.ordering_field and ctx.ordering_field in base.column_names:
+        base_ord = base[ctx.ordering_field].combine_chunks()
+    keep_base, emitted = merge_with_base(base[KEY].combine_chunks(), base_ord, winners, ctx.merge_mode)
+    return SliceMerge(base, keep_base, data, deletes, winners, emitted)
+
+
+@dataclass(frozen=True, slots=True)
+class CommitWindow:
+    """An incremental window ``(begin, end]`` and which merged rows it keeps.
+
+    Attributes:
+        begin: exclusive start (``"0"`` when open).
+        end: inclusive end (``None`` when open).
+        admitted: on timeline layout 2, the requested times of the commits whose *completion* falls in the window
+            (blocks and rows of those commits count); ``None`` on layout 1, where requested times are compared.
+    """
+
+    begin: str
+    end: str | None
+    admitted: frozenset[str] | None
+
+    def admits_block(self, instant: str) -> bool:
+        """Hudi's ``InstantRange``: whether a data/delete block of ``instant`` is merged at all."""
+        if self.admitted is not None:
+            return instant in self.admitted
+        return instant > self.begin and (self.end is None or instant <= self.end)
+
+    def mask(self, commit_time: pa.ChunkedArray | pa.Array) -> pa.Array | pa.ChunkedArray:
+        """Boolean mask (nulls as false) over a ``_hoodie_commit_time`` column."""
+        if self.admitted is not None:
+            mask = pc.is_in(commit_time, value_set=pa.array(sorted(self.admitted), pa.string()))
+        else:
+            mask = pc.greater(commit_time, self.begin)
+            if self.end is not None:
+                mask = pc.and_(mask, pc.less_equal(commit_time, self.end))
+        return pc.fill_null(mask, False)
+
+
+def read_file_slice(
+    ctx: SliceReadContext, file_slice: FileSlice, *, base_only: bool = False, window: CommitWindow | None = None
+) -> pa.Table:
+    """Read one file slice into the table schema: its base file merged with its log blocks (or the base alone).
+
+    Args:
+        ctx: the read context (schema, merge mode, visibility, query instant, incremental block range).
+        file_slice: the slice; its log files in replay order.
+        base_only: read-optimized: the base file only.
+        window: an incremental window: rows are kept when their commit is in it.
+    """
+    if ctx.derives_keys and not base_only:
         keyed = replace(ctx, schema=ctx.schema.append(pa.field(KEY, pa.string(), metadata=_DERIVED)))
-        return _merge_slice(keyed, file_slice).drop_columns([KEY])
-    return _merge_slice(ctx, file_slice)
+        rows = _read(keyed, file_slice, base_only).drop_columns([KEY])
+    else:
+        rows = _read(ctx, file_slice, base_only)
+    if window is not None and rows.num_rows:
+        rows = rows.filter(window.mask(rows[COMMIT_TIME_FIELD]))
+    return rows
 
 
 def _add_derived_keys(ctx: SliceReadContext, table: pa.Table, source: str) -> pa.Table:
@@ -236,8 +331,10 @@ def _add_derived_keys(ctx: SliceReadContext, table: pa.Table, source: str) -> pa
     return table.set_column(table.schema.get_field_index(KEY), KEY, keys)
 
 
-def _merge_slice(ctx: SliceReadContext, file_slice: FileSlice) -> pa.Table:
+def _read(ctx: SliceReadContext, file_slice: FileSlice, base_only: bool) -> pa.Table:
     base = read_base_file(ctx, file_slice.base_file) if file_slice.base_file is not None else None
+    if base_only:
+        return base if base is not None else ctx.schema.empty_table()
     if base is not None and ctx.schema.field(KEY).metadata == _DERIVED:
         base = _add_derived_keys(ctx, base, file_slice.base_file.path if file_slice.base_file else "")
     queued = select_log_blocks(ctx, file_slice.log_files)
@@ -245,17 +342,7 @@ def _merge_slice(ctx: SliceReadContext, file_slice: FileSlice) -> pa.Table:
         return base if base is not None else ctx.schema.empty_table()
     if any(q.block.is_partial for q in queued):
         return _read_partial_slice(ctx, base, queued)
-    data, dseq, deletes, delseq = decode_blocks(ctx, queued)
-    cands = build_candidates(data, dseq, deletes, delseq, ctx.ordering_field, ctx.merge_mode)
-    winners = merge_log_candidates(cands, ctx.merge_mode)
-    if base is None:
-        base = ctx.schema.empty_table()
-    base_ord = None
-    if ctx.merge_mode != COMMIT_TIME and ctx.ordering_field and ctx.ordering_field in base.column_names:
-        base_ord = base[ctx.ordering_field].combine_chunks()
-    keep_base, emit = merge_with_base(base[KEY].combine_chunks(), base_ord, winners, ctx.merge_mode)
-    log_rows = data.take(emit["idx"])
-    return pa.concat_tables([base.filter(keep_base), log_rows])
+    return merge_slice(ctx, base if base is not None else ctx.schema.empty_table(), queued).rows()
 
 
 def _ordering_of(table: pa.Table, ctx: SliceReadContext) -> pa.Array:

@@ -63,15 +63,11 @@ from evt_toolkit.write.instants import new_instant_time
 
 if TYPE_CHECKING:
     from evt_toolkit.storage.fs import TableStorage
-    from evt_toolkit.table.table import HudiTable
+    from evt_toolkit.table.table import Table
 
 __all__ = [
     "CleanResult",
-    "check_as_of",
-    "check_time_travel",
     "clean",
-    "earliest_retained",
-    "earliest_retained_in",
     "gather_clean_inputs",
     "hadoop_path",
     "relative_path",
@@ -159,7 +155,7 @@ def _storage_symlinks(storage: TableStorage, paths: list[str]) -> dict[str, str]
     return out
 
 
-def table_links(table: HudiTable) -> list[Link]:
+def table_links(table: Table) -> list[Link]:
     """Every link recorded on the timeline: pending plans' ``symlinkOperations`` and completed commits' links.
 
     A completed compaction without ``evt.compaction.links`` in its commit (written by another tool) falls back to
@@ -184,7 +180,7 @@ def table_links(table: HudiTable) -> list[Link]:
     return out
 
 
-def gather_clean_inputs(table: HudiTable) -> CleanInputs:
+def gather_clean_inputs(table: Table) -> CleanInputs:
     """The facts :func:`~evt_toolkit.services.clean_planner.plan_clean` needs, read from the table."""
     tl = table.timeline
     listing = list_table_files(table.storage)
@@ -259,7 +255,7 @@ def _metadata_record(
     }
 
 
-def _clean_file(table: HudiTable, instant: str, state: str) -> str:
+def _clean_file(table: Table, instant: str, state: str) -> str:
     return posixpath.join(table.config.timeline_path, InstantFileName(instant, CLEAN, state).name)
 
 
@@ -297,7 +293,7 @@ def delete_files(storage: TableStorage, paths: list[str]) -> set[str]:
 
 
 def _finish(
-    table: HudiTable,
+    table: Table,
     instant: str,
     policy: str,
     ectr: str,
@@ -326,7 +322,7 @@ def _finish(
     return deleted, [p for p in every if p not in deleted]
 
 
-def _resume_pending(table: HudiTable, dry_run: bool) -> CleanResult | None:
+def _resume_pending(table: Table, dry_run: bool) -> CleanResult | None:
     tl = table.timeline
     pending = [i for i in tl.instants if i.action == CLEAN and not i.is_completed]
     if not pending:
@@ -356,7 +352,7 @@ def _resume_pending(table: HudiTable, dry_run: bool) -> CleanResult | None:
 
 
 def clean(
-    table: HudiTable,
+    table: Table,
     policy: str = KEEP_LATEST_COMMITS,
     retained: int | None = None,
     *,
@@ -424,85 +420,3 @@ def clean(
         plan.kept_for_links,
         False,
     )
-
-
-# -- reads after a clean -----------------------------------------------------------------------------------------------
-
-
-def _slice_of(name: str) -> tuple[str, str] | None:
-    """``(file id, base instant)`` of a data file name."""
-    log = LogFileName.parse(name)
-    if log is not None:
-        return log.file_id, log.base_instant
-    base = BaseFileName.parse(name)
-    return (base.file_id, base.instant) if base is not None else None
-
-
-def earliest_retained(table: HudiTable) -> str | None:
-    """The earliest instant a time-travel read can still be answered at, given the cleans on the timeline.
-
-    Like ``TimelineUtils.validateTimestampAsOf``, the last completed clean's ``earliestCommitToRetain`` bounds time
-    travel. A KEEP_LATEST_FILE_VERSIONS clean records none (as in Hudi), so for those the bound is derived from
-    what they deleted: for each file group, the oldest surviving slice after the newest deleted one.
-
-    Returns:
-        The bound, or ``None`` when no clean limits time travel.
-    """
-    return earliest_retained_in(table.timeline, table.view)
-
-
-def earliest_retained_in(timeline: Timeline, view: FileSystemView) -> str | None:
-    """:func:`earliest_retained` from a loaded timeline and file-system view (what a reader holds)."""
-    bound: str | None = None
-    groups: dict[tuple[str, str], FileGroup] | None = None
-    for inst in timeline.instants:
-        if inst.action != CLEAN or not inst.is_completed:
-            continue
-        try:
-            meta = timeline.clean_metadata(inst)
-        except EvtError:
-            continue
-        ectr = str(meta.get("earliestCommitToRetain") or "")
-        if not ectr:
-            if groups is None:
-                groups = {(g.partition_path, g.file_id): g for g in view.file_groups()}
-            newest: dict[tuple[str, str], str] = {}
-            for partition, pm in (meta.get("partitionMetadata") or {}).items():
-                for name in pm.get("successDeleteFiles") or []:
-                    parsed = _slice_of(str(name))
-                    if parsed is not None:
-                        key = (str(partition), parsed[0])
-                        newest[key] = max(newest.get(key, ""), parsed[1])
-            for key, deleted_instant in newest.items():
-                g = groups.get(key)
-                later = [s.base_instant for s in g.slices if s.base_instant > deleted_instant] if g else []
-                ectr = max(ectr, min(later) if later else inst.time)
-        if ectr and (bound is None or ectr > bound):
-            bound = ectr
-    return bound
-
-
-def check_time_travel(table: HudiTable, as_of: str) -> None:
-    """Refuse a time-travel instant whose files a clean has deleted.
-
-    Raises:
-        ReadError: ``as_of`` is before :func:`earliest_retained`.
-    """
-    check_as_of(table.timeline, table.view, as_of, table.storage.uri)
-
-
-def check_as_of(timeline: Timeline, view: FileSystemView, as_of: str, where: str = "the table") -> None:
-    """:func:`check_time_travel` from a loaded timeline and view; the hook ``read/query.py`` calls for ``as_of``.
-
-    Raises:
-        ReadError: ``as_of`` is not an instant, or is before the earliest retained instant.
-    """
-    from evt_toolkit.read.query import normalize_instant
-
-    as_of = normalize_instant(as_of, "as_of")
-    bound = earliest_retained_in(timeline, view)
-    if bound is not None and as_of < bound:
-        raise ReadError(
-            f"cannot time travel to {as_of} on {where}: a clean removed the files it needs; the earliest "
-            f"instant still readable is {bound} (earliest commit to retain)"
-        )

@@ -60,7 +60,7 @@ from evt_toolkit.write.instants import new_instant_time
 
 if TYPE_CHECKING:
     from evt_toolkit.storage.fs import TableStorage
-    from evt_toolkit.table.table import HudiTable
+    from evt_toolkit.table.table import Table
 
 __all__ = ["RollbackResult", "rollback"]
 
@@ -159,7 +159,7 @@ def _slice_logs(listing: Listing, partition: str, file_id: str, base_instant: st
     ]
 
 
-def _deltacommit_candidates(table: HudiTable, inst: Instant, listing: Listing) -> tuple[set[str], set[str]]:
+def _deltacommit_candidates(table: Table, inst: Instant, listing: Listing) -> tuple[set[str], set[str]]:
     """Log and base files that may hold what ``inst`` wrote: markers, write stats or workload profile, listing."""
     target = inst.time
     logs: set[str] = set()
@@ -294,12 +294,12 @@ def _metadata_record(
 # -- execution ---------------------------------------------------------------------------------------------------------
 
 
-def _timeline_file(table: HudiTable, instant: str, action: str, state: str) -> str:
+def _timeline_file(table: Table, instant: str, action: str, state: str) -> str:
     return posixpath.join(table.config.timeline_path, InstantFileName(instant, action, state).name)
 
 
 def _write_command_block(
-    table: HudiTable, listing: Listing, r: RollbackRequest, rollback_instant: str, target: str
+    table: Table, listing: Listing, r: RollbackRequest, rollback_instant: str, target: str
 ) -> tuple[str, int]:
     """Write (once) the command block of a request; returns the new log and its size."""
     storage = table.storage
@@ -321,7 +321,7 @@ def _write_command_block(
 
 
 def _execute(
-    table: HudiTable,
+    table: Table,
     rollback_instant: str,
     target: str,
     action: str,
@@ -379,14 +379,14 @@ def _execute(
     )
 
 
-def _target_timeline_files(table: HudiTable, target: str, action: str) -> list[str]:
+def _target_timeline_files(table: Table, target: str, action: str) -> list[str]:
     if action == COMPACTION:
         # Only the inflight state goes: the plan stays requested (revertInstantFromInflightToRequested).
         return [_timeline_file(table, target, COMPACTION, INFLIGHT)]
     return [_timeline_file(table, target, action, s) for s in (COMPLETED, INFLIGHT, REQUESTED)]
 
 
-def _find_target(table: HudiTable, instant: str) -> Instant:
+def _find_target(table: Table, instant: str) -> Instant:
     found = [i for i in table.timeline.instants if i.time == instant and i.action in WRITE_ACTIONS]
     if not found:
         others = [i.action for i in table.timeline.instants if i.time == instant]
@@ -395,7 +395,7 @@ def _find_target(table: HudiTable, instant: str) -> Instant:
     return found[0]
 
 
-def _check_rollbackable(table: HudiTable, inst: Instant) -> None:
+def _check_rollbackable(table: Table, inst: Instant) -> None:
     uri = table.storage.uri
     if inst.action == COMPACTION:
         if inst.is_requested:
@@ -420,7 +420,7 @@ def _check_rollbackable(table: HudiTable, inst: Instant) -> None:
             )
 
 
-def _resume(table: HudiTable, instant: str) -> RollbackResult | None:
+def _resume(table: Table, instant: str) -> RollbackResult | None:
     tl = table.timeline
     for inst in tl.instants:
         if inst.action != ROLLBACK or inst.is_completed:
@@ -446,7 +446,7 @@ def _resume(table: HudiTable, instant: str) -> RollbackResult | None:
     return None
 
 
-def _compaction_requests(table: HudiTable, inst: Instant, listing: Listing) -> list[RollbackRequest]:
+def _compaction_requests(table: Table, inst: Instant, listing: Listing) -> list[RollbackRequest]:
     plan = table.timeline.compaction_plan(inst)
     ops = list(plan.get("operations") or [])
     c = inst.time
@@ -481,7 +481,7 @@ def _file_id_of(name: str) -> str:
     return parsed.file_id if parsed is not None else ""
 
 
-def _deltacommit_requests(table: HudiTable, inst: Instant, listing: Listing) -> list[RollbackRequest]:
+def _deltacommit_requests(table: Table, inst: Instant, listing: Listing) -> list[RollbackRequest]:
     logs, bases = _deltacommit_candidates(table, inst, listing)
     facts: list[LogFacts] = []
     for rel in sorted(logs):
@@ -501,7 +501,7 @@ def _deltacommit_requests(table: HudiTable, inst: Instant, listing: Listing) -> 
     return plan_deltacommit_rollback(inst.time, facts, base_facts)
 
 
-def rollback(table: HudiTable, instant: str) -> RollbackResult:
+def rollback(table: Table, instant: str) -> RollbackResult:
     """Roll back a failed (or the last completed) deltacommit, or an inflight compaction.
 
     Args:

@@ -29,7 +29,7 @@ How the rows get there, and why this way (PySpark 4.3, measured):
 Example:
     >>> from evt_toolkit.spark.session import get_or_create_session  # doctest: +SKIP
     >>> spark = get_or_create_session(extra_conf=hive_catalog_conf("/tmp/evt-warehouse"))  # doctest: +SKIP
-    >>> sync_catalog(spark, evt.HudiTable.open("/data/trips"))  # doctest: +SKIP
+    >>> sync_catalog(spark, evt.Table.open("/data/trips"))  # doctest: +SKIP
     >>> spark.sql("SHOW TBLPROPERTIES trips_ro").show()  # doctest: +SKIP
 """
 
@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from pyspark.sql.datasource import DataSourceReader
     from pyspark.sql.types import StructType
 
-    from evt_toolkit.table.table import HudiTable
+    from evt_toolkit.table.table import Table
 
 __all__ = [
     "CATALOG_FORMAT",
@@ -200,7 +200,7 @@ def _props_sql(props: dict[str, str]) -> str:
     return ", ".join(f"{_sql_string(k)}={_sql_string(v)}" for k, v in props.items())
 
 
-def _properties(table: HudiTable) -> dict[str, str]:
+def _properties(table: Table) -> dict[str, str]:
     fresh = ro_freshness(table)
     history = completed_compactions(table)
     return {
@@ -231,7 +231,7 @@ def _quoted(qualified: str) -> str:
 
 
 def sync_catalog(
-    spark: SparkSession, table: HudiTable, name: str | None = None, database: str = "default"
+    spark: SparkSession, table: Table, name: str | None = None, database: str = "default"
 ) -> CatalogSync:
     """Register (or refresh) the views ``<name>_ro`` and ``<name>_rt`` with the RO freshness as table properties.
 

@@ -1,7 +1,8 @@
 """``hudi_evt``: a PySpark Python Data Source over Hudi tables, backed by evt_toolkit's pure-Python reader.
 
-Reads plan one Spark input partition per file slice on the driver and merge each slice on an executor with
-:func:`evt_toolkit.read.slice_reader.read_file_slice`, so Spark answers exactly what :meth:`HudiTable.read` answers.
+Reads plan one Spark input partition per file slice on the driver with the shared planner and merge each slice on
+an executor with :func:`evt_toolkit.read.plan.read_planned` (the one slice read), so Spark answers exactly what
+``HudiTable.read`` answers.
 Options use Hudi's own names:
 
 * ``hoodie.datasource.query.type``: ``snapshot`` (default), ``read_optimized`` or ``incremental``;
@@ -41,7 +42,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceArrowWriter,
@@ -63,15 +63,12 @@ from pyspark.sql.datasource import (
 )
 
 from evt_toolkit.errors import EvtError, ReadError, UnsupportedFeatureError, WriteError
-from evt_toolkit.read.merge import COMMIT_TIME, EVENT_TIME
-from evt_toolkit.read.query import QUERY_TYPES, normalize_instant
-from evt_toolkit.read.schema import arrow_schema_for, latest_avro_schema, with_meta_fields
-from evt_toolkit.read.slice_reader import SliceReadContext, read_file_slice
+from evt_toolkit.read.plan import QUERY_TYPES, ReadSpec, SliceRead, normalize_instant, plan_query, read_planned
 from evt_toolkit.spark.types import batch_schema_for, conform_batches, spark_schema_for
 from evt_toolkit.storage.fs import TableStorage
 from evt_toolkit.table.fs_view import FileSlice
-from evt_toolkit.table.table import HudiTable
-from evt_toolkit.table.timeline import Timeline
+from evt_toolkit.table.table import Table
+from evt_toolkit.write.create import create_table
 
 if TYPE_CHECKING:
     from pyspark.sql.datasource import DataSourceWriter
@@ -106,7 +103,6 @@ _VALUE_PRESERVING_KEYGENS = ("SIMPLE", "COMPLEX", "SIMPLEKEYGENERATOR", "COMPLEX
 _NULL_PARTITION_VALUES = ("__HIVE_DEFAULT_PARTITION__", "default")
 
 PARTITION_PATH_FIELD = "_hoodie_partition_path"
-COMMIT_TIME_FIELD = "_hoodie_commit_time"
 
 
 # -- options --------------------------------------------------------------------------------------------------------
@@ -155,200 +151,36 @@ def _instant(value: str | None, what: str) -> str | None:
 
 
 # -- read planning (driver) ------------------------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class CommitWindow:
-    """Which merged rows an incremental read keeps, exactly as ``TableReader.incremental`` filters them.
-
-    Attributes:
-        begin: exclusive start of the window (``"0"`` when open).
-        end: inclusive end (``None`` when open).
-        admitted: on timeline layout 2, the requested times of the commits whose completion falls in the window
-            (rows are kept when their ``_hoodie_commit_time`` is one of them); ``None`` on layout 1, where rows are
-            kept when ``begin < _hoodie_commit_time <= end``.
-    """
-
-    begin: str
-    end: str | None
-    admitted: frozenset[str] | None
-
-    def mask(self, commit_time: pa.ChunkedArray | pa.Array) -> pa.Array | pa.ChunkedArray:
-        """Boolean mask (nulls as false) over a ``_hoodie_commit_time`` column."""
-        if self.admitted is not None:
-            mask = pc.is_in(commit_time, value_set=pa.array(sorted(self.admitted), pa.string()))
-        else:
-            mask = pc.greater(commit_time, self.begin)
-            if self.end is not None:
-                mask = pc.and_(mask, pc.less_equal(commit_time, self.end))
-        return pc.fill_null(mask, False)
-
-
-@dataclass(frozen=True, slots=True)
-class IncrementalPlan:
-    """The driver's part of an incremental read: the window, the instant to merge as of, the touched groups."""
-
-    window: CommitWindow
-    query_instant: str
-    touched: frozenset[tuple[str, str]]
-
-
-def plan_incremental(table: HudiTable, begin: str | None, end: str | None) -> IncrementalPlan | None:
-    """Admit the commits of ``(begin, end]`` as ``TableReader.incremental`` does; ``None`` when none is admitted.
-
-    Layout 1 windows bound requested times, layout 2 windows bound completion times. The file groups the admitted
-    commits wrote are read merged as of the newest admitted commit, then filtered by :class:`CommitWindow`.
-    """
-    b = begin if begin is not None else "0"
-    layout2 = table.config.timeline_layout >= 2
-    admitted = []
-    for inst in table.timeline.completed_commits():
-        key = (inst.completion_time or inst.time) if layout2 else inst.time
-        if key > b and (end is None or key <= end):
-            admitted.append(inst)
-    if not admitted:
-        return None
-    touched: set[tuple[str, str]] = set()
-    for inst in admitted:
-        meta = table.timeline.commit_metadata(inst)
-        for partition, stats in (meta.get("partitionToWriteStats") or {}).items():
-            for st in stats or []:
-                fid = st.get("fileId")
-                if fid:
-                    touched.add((partition or "", fid))
-    window = CommitWindow(b, end, frozenset(i.time for i in admitted) if layout2 else None)
-    return IncrementalPlan(window, max(i.time for i in admitted), frozenset(touched))
-
-
-@dataclass(frozen=True, slots=True)
-class SliceReadSpec:
-    """Everything an executor needs, besides the slice, to merge a slice like the driver-side reader would.
-
-    The timeline is shipped without storage (instants only): the executor needs it only to decide which log
-    blocks belong to committed instants, and that must be the driver's answer, not a later listing's.
-    """
-
-    table_uri: str
-    schema: pa.Schema
-    reader_avro_schema: dict[str, Any] | None
-    ordering_field: str | None
-    merge_mode: str
-    timeline: Timeline
-
-    def context(self, query_instant: str | None) -> SliceReadContext:
-        """The slice-reader context on this process (opens storage here: file systems are not shipped)."""
-        tl = self.timeline
-
-        def committed(instant: str) -> bool:
-            return tl.is_completed_commit_time(instant) or tl.is_before_timeline_start(instant)
-
-        return SliceReadContext(
-            storage=TableStorage.from_uri(self.table_uri),
-            schema=self.schema,
-            reader_avro_schema=self.reader_avro_schema,
-            ordering_field=self.ordering_field,
-            merge_mode=self.merge_mode,
-            query_instant=query_instant,
-            is_committed=committed,
-        )
-
-
-def slice_read_spec(table: HudiTable) -> SliceReadSpec:
-    """The merged schema and merge settings of ``table`` (what ``TableReader`` derives for every query)."""
-    avro = latest_avro_schema(table.config, table.timeline)
-    reader_avro = with_meta_fields(avro) if avro is not None and table.config.populate_meta_fields else avro
-    schema = arrow_schema_for(reader_avro)
-    return SliceReadSpec(
-        table_uri=table.path,
-        schema=schema if schema is not None else pa.schema([]),
-        reader_avro_schema=reader_avro,
-        ordering_field=table.config.ordering_field,
-        merge_mode=EVENT_TIME if table.config.merge_mode == EVENT_TIME else COMMIT_TIME,
-        timeline=Timeline(table.timeline.instants, table.timeline.layout_version),
-    )
-
-
 @dataclass(frozen=True)
 class FileSliceInputPartition(InputPartition):
-    """One Spark input partition: one file slice of the table, and how to read it.
+    """One Spark input partition: one planned slice read (:class:`evt_toolkit.read.plan.SliceRead`)."""
 
-    Attributes:
-        table_uri: the table's base path or URI.
-        query_type: ``snapshot``, ``read_optimized`` or ``incremental``.
-        file_slice: the slice (partition path, file id, base file, log files in replay order). Read-optimized reads
-            carry the base file only.
-        query_instant: log blocks after this instant are skipped (``None``: no limit).
-        window: the incremental window, for incremental reads.
-    """
+    read: SliceRead
 
-    table_uri: str
-    query_type: str
-    file_slice: FileSlice
-    query_instant: str | None
-    window: CommitWindow | None = None
+    @property
+    def file_slice(self) -> FileSlice:
+        """The slice to read."""
+        return self.read.file_slice
 
 
 @dataclass(frozen=True, slots=True)
 class ReadPlan:
     """Slices to read, before partition pruning."""
 
-    spec: SliceReadSpec
+    spec: ReadSpec
     partitions: tuple[FileSliceInputPartition, ...]
 
 
-def plan_read(table: HudiTable, options: ReadOptions) -> ReadPlan:
-    """Plan a read: one :class:`FileSliceInputPartition` per file slice the query touches.
-
-    Mirrors :class:`evt_toolkit.read.query.TableReader`: snapshot reads the latest merged slices as of the query
-    instant (time travel or the latest commit), read-optimized the latest base files, incremental the slices of
-    the file groups the admitted commits wrote.
-    """
-    spec = slice_read_spec(table)
-    uri = table.path
-    view = table.view
-    parts: list[FileSliceInputPartition] = []
-    if options.query_type == "snapshot":
-        if options.as_of is not None:
-            query_instant: str | None = options.as_of
-        else:
-            last = table.timeline.last_completed_commit()
-            query_instant = last.time if last is not None else None
-        if query_instant is not None:
-            parts = [
-                FileSliceInputPartition(uri, "snapshot", s, query_instant)
-                for s in view.latest_merged_file_slices(options.as_of)
-            ]
-    elif options.query_type == "read_optimized":
-        parts = [
-            FileSliceInputPartition(
-                uri,
-                "read_optimized",
-                FileSlice(_partition_of(b.path), b.file_id, b.instant, b, ()),
-                options.as_of,
-            )
-            for b in view.latest_base_files(options.as_of)
-        ]
-    else:
-        inc = plan_incremental(table, options.begin, options.end)
-        if inc is not None:
-            parts = [
-                FileSliceInputPartition(uri, "incremental", s, inc.query_instant, inc.window)
-                for s in view.latest_merged_file_slices(inc.query_instant)
-                if (s.partition_path, s.file_id) in inc.touched
-            ]
-    return ReadPlan(spec, tuple(parts))
-
-
-def _partition_of(rel_path: str) -> str:
-    return rel_path.rsplit("/", 1)[0] if "/" in rel_path else ""
+def plan_read(table: Table, options: ReadOptions) -> ReadPlan:
+    """Plan a read with the shared planner (:func:`evt_toolkit.read.plan.plan_query`): one input partition per slice."""
+    plan = plan_query(table, options.query_type, as_of=options.as_of, begin=options.begin, end=options.end)
+    return ReadPlan(plan.spec, tuple(FileSliceInputPartition(r) for r in plan.reads))
 
 
 # -- executor side ----------------------------------------------------------------------------------------------------
-def read_input_partition(spec: SliceReadSpec, partition: FileSliceInputPartition) -> pa.Table:
+def read_input_partition(spec: ReadSpec, partition: FileSliceInputPartition) -> pa.Table:
     """Merge one planned slice into the table schema and apply the incremental window (runs on an executor)."""
-    ctx = spec.context(partition.query_instant)
-    table = read_file_slice(ctx, partition.file_slice)
-    if partition.window is not None and table.num_rows:
-        table = table.filter(partition.window.mask(table[COMMIT_TIME_FIELD]))
-    return table
+    return read_planned(spec, partition.read)
 
 
 # -- partition pruning ----------------------------------------------------------------------------------------------
@@ -447,7 +279,7 @@ class PartitionPruner:
     filters: tuple[Filter, ...] = field(default_factory=tuple)
 
     @classmethod
-    def for_table(cls, table: HudiTable, schema: pa.Schema) -> PartitionPruner:
+    def for_table(cls, table: Table, schema: pa.Schema) -> PartitionPruner:
         cfg = table.config
         keygen = (cfg.key_generator or "").rsplit(".", 1)[-1].upper()
         value_columns = not keygen or keygen in _VALUE_PRESERVING_KEYGENS
@@ -500,7 +332,7 @@ class HudiEvtReader(DataSourceReader):
     """Batch reader: plans on the driver (in the planner's Python worker), merges slices on executors."""
 
     def __init__(self, options: ReadOptions, schema: StructType) -> None:
-        table = HudiTable.open(options.path)
+        table = Table.open(options.path)
         plan = plan_read(table, options)
         self.spec = plan.spec
         self.planned = plan.partitions
@@ -545,7 +377,7 @@ class HudiEvtDataSource(DataSource):
     def schema(self) -> StructType:
         """The table's merged schema (latest writer schema with Hudi's meta fields) as a Spark schema."""
         options = ReadOptions.from_options(self.options)
-        return spark_schema_for(slice_read_spec(HudiTable.open(options.path)).schema)
+        return spark_schema_for(ReadSpec.of(Table.open(options.path)).schema)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         options = ReadOptions.from_options(self.options)
@@ -624,7 +456,7 @@ class WriteOptions:
             min_event_time_header=_flag(opts.get(MIN_EVENT_TIME_HEADER_OPT), False),
         )
 
-    def open_or_create(self) -> HudiTable:
+    def open_or_create(self) -> Table:
         """Open the table at ``path``, or create it from these options when no table is there yet.
 
         Raises:
@@ -632,7 +464,7 @@ class WriteOptions:
         """
         storage = TableStorage.from_uri(self.path)
         if storage.exists(".hoodie/hoodie.properties"):
-            return HudiTable.open(self.path)
+            return Table.open(self.path)
         if not self.record_key:
             raise WriteError(f"no Hudi table at {self.path}; set {RECORD_KEY_OPT} to create one")
         name = self.table_name or self.path.rstrip("/").rsplit("/", 1)[-1]
@@ -647,7 +479,7 @@ class WriteOptions:
             kwargs["buckets"] = self.buckets
         if self.merge_mode is not None:
             kwargs["merge_mode"] = self.merge_mode
-        return HudiTable.create(self.path, name, list(self.record_key), **kwargs)
+        return create_table(self.path, name, list(self.record_key), **kwargs)
 
 
 @dataclass(frozen=True)
@@ -704,7 +536,7 @@ class HudiEvtWriter(DataSourceArrowWriter):
                 return
             from evt_toolkit.write.writer import write
 
-            write(HudiTable.open(self.options.path), pa.concat_tables(parts), self.options.operation)
+            write(Table.open(self.options.path), pa.concat_tables(parts), self.options.operation)
         finally:
             self._drop_staging(storage)
 

@@ -16,7 +16,7 @@ Two entry points:
 Example:
     >>> from evt_toolkit.spark.session import get_or_create_session  # doctest: +SKIP
     >>> spark = get_or_create_session()  # doctest: +SKIP
-    >>> t = evt.HudiTable.open("/data/trips")  # doctest: +SKIP
+    >>> t = evt.Table.open("/data/trips")  # doctest: +SKIP
     >>> t.write(spark_df, spark=spark, executor=spark_executor(spark))  # doctest: +SKIP
     >>> write_dataframe(t, spark_df, "upsert")  # doctest: +SKIP
 """
@@ -38,7 +38,7 @@ from evt_toolkit.write.writer import Executor, write
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from evt_toolkit.table.table import HudiTable
+    from evt_toolkit.table.table import Table
 
 #: ``task(spec, fg, upserts, deletes, task_partition_id, stage_id, attempt_id) -> write stats``.
 FileGroupTask = Callable[..., list[dict[str, Any]]]
@@ -134,7 +134,7 @@ def _key_columns_fn(
     return add
 
 
-def prepare_on_spark(table: HudiTable, df: DataFrame) -> DataFrame:
+def prepare_on_spark(table: Table, df: DataFrame) -> DataFrame:
     """Add record key, partition path and bucket columns on Spark and keep one row per record key.
 
     The columns come from the writer's own functions (:func:`record_keys`, :func:`partition_paths`,
@@ -203,7 +203,7 @@ def _write_groups_from_shuffle(
 
 
 def write_dataframe(
-    table: HudiTable,
+    table: Table,
     df: DataFrame,
     operation: str = "upsert",
     *,

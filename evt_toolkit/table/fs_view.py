@@ -190,7 +190,7 @@ class FileSystemView:
     def _is_committed(self, instant: str, as_of: str | None) -> bool:
         if as_of is not None and instant > as_of:
             return False
-        return self.timeline.is_completed_commit_time(instant) or self.timeline.is_before_timeline_start(instant)
+        return self.timeline.is_visible(instant)
 
     # -- building ----------------------------------------------------------------------------------
     def file_groups(self, as_of: str | None = None, *, include_pending_compaction: bool = True) -> list[FileGroup]:

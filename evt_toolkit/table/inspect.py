@@ -9,14 +9,14 @@ from typing import TYPE_CHECKING, cast
 import pyarrow as pa
 
 from evt_toolkit.errors import EvtError
-from evt_toolkit.eventtime import EpochUnit, event_time_stats
+from evt_toolkit.format.eventtime import EpochUnit, event_time_stats
 from evt_toolkit.format.log_content import read_block_records
 from evt_toolkit.format.logfile import BlockType, HeaderKey, LogBlock, scan_log_blocks
 from evt_toolkit.table.write_stats import log_event_time_index
 
 if TYPE_CHECKING:
     from evt_toolkit.table.fs_view import LogFile
-    from evt_toolkit.table.table import HudiTable
+    from evt_toolkit.table.table import Table
 
 LOG_BLOCKS_SCHEMA = pa.schema(
     [
@@ -53,7 +53,7 @@ class MinEventTime:
 class Inspect:
     """Metadata views of one table."""
 
-    def __init__(self, table: HudiTable) -> None:
+    def __init__(self, table: Table) -> None:
         self._table = table
         self._scan_cache: dict[tuple[str, int, int], MinEventTime] = {}
 
@@ -76,7 +76,7 @@ class Inspect:
             all_slices: include older slices too.
 
         Example:
-            >>> t = HudiTable.open("/data/trips")  # doctest: +SKIP
+            >>> t = Table.open("/data/trips")  # doctest: +SKIP
             >>> t.inspect.log_blocks().select(["log_file", "block_type", "min_event_time"])  # doctest: +SKIP
         """
         t = self._table
@@ -114,7 +114,7 @@ class Inspect:
         committed = (
             None
             if inst is None
-            else (t.timeline.is_completed_commit_time(inst) or t.timeline.is_before_timeline_start(inst))
+            else t.timeline.is_visible(inst)
         )
         header = [(_header_name(k), v) for k, v in blk.header.items()]
         values: dict[str, object] = {

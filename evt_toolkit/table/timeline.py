@@ -287,6 +287,15 @@ class Timeline:
             return t < inst.time
         return False
 
+    def is_visible(self, t: str) -> bool:
+        """Whether data written at instant ``t`` (a log block's ``INSTANT_TIME``, a base file's instant) counts.
+
+        The one visibility rule every reader, the compaction task, the preview and the file-system view use: a
+        completed commit/deltacommit/replacecommit, or an instant older than the active timeline (archived, so it
+        completed). Failed and inflight writes stay invisible.
+        """
+        return self.is_completed_commit_time(t) or self.is_before_timeline_start(t)
+
     def completion_time(self, t: str) -> str | None:
         """Completion time of the completed instant requested at ``t`` (layout 2), else ``None``."""
         for inst in self._by_time.get(t, ()):

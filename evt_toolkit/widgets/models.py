@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from evt_toolkit.compaction.freshness import Freshness
     from evt_toolkit.compaction.schedule import ScheduledCompaction
     from evt_toolkit.compaction.validate import UnscheduleReport, ValidationReport
-    from evt_toolkit.table.table import HudiTable
+    from evt_toolkit.api import HudiTable
 
 __all__ = [
     "HEATMAP_SLICE_THRESHOLD",

@@ -11,15 +11,12 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
 from evt_toolkit.errors import StorageError, TableConfigError
 from evt_toolkit.format.properties import HOODIE_PROPERTIES, dump_properties, table_checksum
 from evt_toolkit.storage.fs import TableStorage
 from evt_toolkit.table.config import EVENT_TIME_UNIT_KEY, MIN_EVENT_TIME_HEADER_KEY
-
-if TYPE_CHECKING:
-    from evt_toolkit.table.table import HudiTable
+from evt_toolkit.table.table import Table
 
 __all__ = ["EVENT_TIME_UNIT_KEY", "INIT_FOLDERS", "create_table", "table_properties"]
 
@@ -157,7 +154,7 @@ def create_table(
     database: str = "default",
     event_time_unit: str = "ms",
     timezone: str = "UTC",
-) -> HudiTable:
+) -> Table:
     """Create an empty MERGE_ON_READ table (version 6, bucket index) and open it.
 
     Args:
@@ -190,8 +187,6 @@ def create_table(
         >>> t.properties["hoodie.table.type"]  # doctest: +SKIP
         'MERGE_ON_READ'
     """
-    from evt_toolkit.table.table import HudiTable
-
     props = table_properties(
         name,
         record_key,
@@ -218,4 +213,4 @@ def create_table(
     text = dump_properties(props, header_comment=f"Properties saved on {saved}")
     # Properties.store writes ISO-8859-1; dump_properties already escaped everything else as \\uXXXX.
     storage.write_bytes_atomic(HOODIE_PROPERTIES, text.encode("latin-1"))
-    return HudiTable.open(path)
+    return Table.open(path)

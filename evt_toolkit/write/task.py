@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from evt_toolkit.errors import EvtError, SchemaMismatchError, StorageError, WriteError
-from evt_toolkit.eventtime import EpochUnit, event_time_stats
+from evt_toolkit.format.eventtime import EpochUnit, event_time_stats
 from evt_toolkit.faults import fault_point
 from evt_toolkit.format.log_writer import (
     META_FIELDS,

@@ -36,7 +36,7 @@ from evt_toolkit.faults import fault_point
 from evt_toolkit.format.log_writer import META_FIELDS, arrow_to_avro_schema, avro_schema_json, with_meta_fields
 from evt_toolkit.format.metadata import encode_commit_metadata_json, write_stat
 from evt_toolkit.format.names import COMPLETED, INFLIGHT, REQUESTED, InstantFileName
-from evt_toolkit.read.schema import latest_avro_schema
+from evt_toolkit.table.schema import latest_avro_schema
 from evt_toolkit.write.instants import new_instant_time
 from evt_toolkit.write.plan import (
     DEFAULT_MAX_DATA_BLOCK_SIZE,
@@ -52,7 +52,7 @@ from evt_toolkit.write.plan import (
 from evt_toolkit.write.task import BUCKET_COLUMN, check_required_fields, prepare_batch, write_file_group
 
 if TYPE_CHECKING:
-    from evt_toolkit.table.table import HudiTable
+    from evt_toolkit.table.table import Table
 
 __all__ = ["Executor", "TaskInput", "local_executor", "write"]
 
@@ -91,7 +91,7 @@ def _to_arrow(data: Any) -> pa.Table:
     raise WriteError(f"cannot write a {type(data).__name__}; pass a pyarrow Table, a pandas or a Spark DataFrame")
 
 
-def _check_writable(table: HudiTable) -> None:
+def _check_writable(table: Table) -> None:
     cfg = table.config
     where = table.storage.uri
     if cfg.table_type != "MERGE_ON_READ":
@@ -134,7 +134,7 @@ def _strip_null(avro_type: Any) -> Any:
     return avro_type
 
 
-def _writer_schema(table: HudiTable, batch: pa.Schema, operation: str) -> dict[str, Any]:
+def _writer_schema(table: Table, batch: pa.Schema, operation: str) -> dict[str, Any]:
     """The writer schema (no meta fields): the table's latest schema, or the batch's on the first write.
 
     Schema evolution is not supported: an upsert must carry exactly the table's columns, with the same Avro types
@@ -188,7 +188,7 @@ def _avro_name(table_name: str) -> str:
 # -- planning ---------------------------------------------------------------------------------------------------------
 
 
-def _existing_slices(table: HudiTable) -> list[ExistingSlice]:
+def _existing_slices(table: Table) -> list[ExistingSlice]:
     return [
         ExistingSlice(
             s.partition_path,
@@ -201,7 +201,7 @@ def _existing_slices(table: HudiTable) -> list[ExistingSlice]:
     ]
 
 
-def _pending_reservations(table: HudiTable) -> list[PendingCompactionReservation]:
+def _pending_reservations(table: Table) -> list[PendingCompactionReservation]:
     out: list[PendingCompactionReservation] = []
     for inst in table.timeline.pending_compactions():
         plan = table.timeline.compaction_plan(inst)
@@ -268,7 +268,7 @@ def _workload_profile(tasks: list[TaskInput], operation_type: str) -> dict[str, 
     }
 
 
-def _instant_file(table: HudiTable, instant: str, state: str) -> str:
+def _instant_file(table: Table, instant: str, state: str) -> str:
     return posixpath.join(table.config.timeline_path, InstantFileName(instant, DELTA_COMMIT, state).name)
 
 
@@ -276,7 +276,7 @@ def _instant_file(table: HudiTable, instant: str, state: str) -> str:
 
 
 def write(
-    table: HudiTable,
+    table: Table,
     data: Any,
     operation: str = "upsert",
     spark: Any = None,

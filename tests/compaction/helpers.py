@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 
 import evt_toolkit as evt
 from evt_toolkit.compaction.executor import load_pending_plan
-from evt_toolkit.read.query import TableReader
+from evt_toolkit.read.plan import ReadSpec
 from evt_toolkit.read.slice_reader import read_file_slice
 from evt_toolkit.table.fs_view import BaseFile, FileSlice, LogFile
 from tests.normalize import assert_same_rows
@@ -95,8 +95,7 @@ def same(a: pa.Table, b: pa.Table, what: str) -> None:
 def expected_ro(t: evt.HudiTable, instant: str) -> pa.Table:
     """RO after the run, computed independently: each op's old base merged with exactly its compacted logs."""
     _, plan = load_pending_plan(t, instant)
-    reader = TableReader.create(t.storage, t.config, t.timeline)
-    ctx = reader._context(None)
+    ctx = ReadSpec.of(t).context(None, storage=t.storage)
     parts = []
     planned = {(op.get("partitionPath") or "", op["fileId"]) for op in plan["operations"]}
     for op in plan["operations"]:
@@ -124,9 +123,10 @@ def expected_ro(t: evt.HudiTable, instant: str) -> pa.Table:
             bn = __import__("evt_toolkit.format.names", fromlist=["BaseFileName"]).BaseFileName.parse(name)
             base = BaseFile(rel, name, bn.file_id, bn.instant, bn.write_token, t.storage.size(rel))
         parts.append(read_file_slice(ctx, FileSlice(p, op["fileId"], op["baseInstantTime"], base, tuple(logs))))
-    for b in reader.view.latest_base_files():
+    ro = t.read("read_optimized")
+    for b in t.view.latest_base_files():
         if (b.path.rsplit("/", 1)[0] if "/" in b.path else "", b.file_id) not in planned:
-            parts.append(reader.read_optimized().filter(pc.equal(pc.field("_hoodie_file_name"), b.name)))
+            parts.append(ro.filter(pc.equal(pc.field("_hoodie_file_name"), b.name)))
     return pa.concat_tables(parts) if parts else ctx.schema.empty_table()
 
 

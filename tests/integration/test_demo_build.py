@@ -18,7 +18,7 @@ from evt_toolkit.demo import synthetic as syn
 from evt_toolkit.demo.batch import Batch
 from evt_toolkit.demo.build import BUILD_RECORD, build_demo_table, build_synthetic_table, flights_source
 from evt_toolkit.errors import EvtError
-from evt_toolkit.table.table import HudiTable
+from evt_toolkit.api import HudiTable
 
 DAYS, WINDOW = 2, "2h"
 

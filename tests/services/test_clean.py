@@ -25,7 +25,7 @@ from evt_toolkit.compaction.validate import validate_compaction
 from evt_toolkit.errors import PendingTableServiceError, ReadError
 from evt_toolkit.format.metadata import decode_clean_metadata, decode_clean_plan
 from evt_toolkit.services import clean as clean_service
-from evt_toolkit.services.clean import check_as_of, check_time_travel, earliest_retained
+from evt_toolkit.table.retention import check_readable_at, earliest_retained
 from evt_toolkit.services.clean_planner import (
     KEEP_LATEST_COMMITS,
     KEEP_LATEST_FILE_VERSIONS,
@@ -260,13 +260,15 @@ def test_time_travel_before_the_retained_commit_is_refused(tmp_path: Path) -> No
     ectr = res.earliest_commit_to_retain
     assert res.instant is not None and res.deleted
     assert ectr is not None and ectr == commits[len(commits) - 2]
-    assert earliest_retained(t) == ectr
+    assert earliest_retained(t.timeline, t.view) == ectr
     older = [c for c in commits if c < ectr][-1]
     with pytest.raises(ReadError, match=rf"earliest instant still readable is {ectr}"):
-        check_time_travel(t, older)
-    with pytest.raises(ReadError):  # the form read/query.py calls with the reader's own timeline and view
-        check_as_of(t.timeline, t.view, older)
-    check_time_travel(t, ectr)  # at the ECTR the files are all there
+        t.read(as_of=older)
+    with pytest.raises(ReadError):  # every query type goes through the same check
+        t.read("read_optimized", as_of=older)
+    with pytest.raises(ReadError, match=rf"earliest instant still readable is {ectr}"):
+        t.read("incremental", begin="0" * 17, end=older)
+    check_readable_at(t.timeline, t.view, ectr, t.path, "time travel")  # at the ECTR the files are all there
     assert missing_live_files(t) == []
     for as_of in (c for c in commits if c >= ectr):
         t.read(as_of=as_of)  # readable, nothing missing
@@ -276,10 +278,10 @@ def test_file_versions_clean_bounds_time_travel_too(tmp_path: Path) -> None:
     t, _ = build_with_compactions(tmp_path / "t", "copy", rounds=2)
     first = t.timeline.completed_commits()[0].time
     t.clean(KEEP_LATEST_FILE_VERSIONS, 1, dry_run=False)
-    bound = earliest_retained(t)
+    bound = earliest_retained(t.timeline, t.view)
     assert bound is not None and bound > first
     with pytest.raises(ReadError):
-        check_time_travel(t, first)
+        t.read(as_of=first)
     t.read(as_of=bound)
 
 

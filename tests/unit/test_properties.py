@@ -14,11 +14,10 @@ from evt_toolkit.errors import TableConfigError, UnsupportedTableError
 from evt_toolkit.format.properties import (
     dump_properties,
     parse_properties,
-    read_table_properties,
     table_checksum,
 )
 from evt_toolkit.storage.fs import TableStorage
-from evt_toolkit.table.config import TableConfig, load_table_config
+from evt_toolkit.table.config import TableConfig, load_table_config, read_table_properties
 from tests.conftest import SKIP_NO_SHARED, TABLES_DIR, fixture_names, fixture_table_path
 
 # -- Properties.load semantics ----------------------------------------------------------------------------------------

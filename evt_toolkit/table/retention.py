@@ -1,0 +1,89 @@
+"""What a clean left readable: the one retention check every query type goes through.
+
+A clean deletes old file slices, so reads of the table *as it was* before some instant can no longer be answered
+from storage. Hudi refuses such reads (``TimelineUtils.validateTimestampAsOf`` for time travel;
+``MergeOnReadIncrementalRelation`` finds the window's files gone and fails unless
+``hoodie.datasource.read.incr.fallback.fulltablescan.enable`` is set). The toolkit refuses the same way, for time
+travel, read-optimized time travel and incremental windows alike, rather than answering partially.
+
+Example:
+    >>> check_readable_at(t.timeline, t.view, "20250101000000000", "/data/trips", "time travel")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from evt_toolkit.errors import EvtError, ReadError
+from evt_toolkit.format.names import BaseFileName, LogFileName
+from evt_toolkit.table.fs_view import FileGroup, FileSystemView
+from evt_toolkit.table.timeline import CLEAN, Timeline
+
+__all__ = ["check_readable_at", "earliest_retained"]
+
+
+def _slice_of(name: str) -> tuple[str, str] | None:
+    """``(file id, base instant)`` of a data file name."""
+    log = LogFileName.parse(name)
+    if log is not None:
+        return log.file_id, log.base_instant
+    base = BaseFileName.parse(name)
+    return (base.file_id, base.instant) if base is not None else None
+
+
+def earliest_retained(timeline: Timeline, view: FileSystemView) -> str | None:
+    """The earliest instant the table can still be read *as of*, given the cleans on the timeline.
+
+    Like ``TimelineUtils.validateTimestampAsOf``, the last completed clean's ``earliestCommitToRetain`` bounds time
+    travel. A KEEP_LATEST_FILE_VERSIONS clean records none (as in Hudi), so for those the bound is derived from
+    what they deleted: for each file group, the oldest surviving slice after the newest deleted one.
+
+    Returns:
+        The bound, or ``None`` when no clean limits reads.
+    """
+    bound: str | None = None
+    groups: dict[tuple[str, str], FileGroup] | None = None
+    for inst in timeline.instants:
+        if inst.action != CLEAN or not inst.is_completed:
+            continue
+        try:
+            meta = timeline.clean_metadata(inst)
+        except EvtError:
+            continue
+        ectr = str(meta.get("earliestCommitToRetain") or "")
+        if not ectr:
+            if groups is None:
+                groups = {(g.partition_path, g.file_id): g for g in view.file_groups()}
+            newest: dict[tuple[str, str], str] = {}
+            for partition, pm in (meta.get("partitionMetadata") or {}).items():
+                for name in pm.get("successDeleteFiles") or []:
+                    parsed = _slice_of(str(name))
+                    if parsed is not None:
+                        key = (str(partition), parsed[0])
+                        newest[key] = max(newest.get(key, ""), parsed[1])
+            for key, deleted_instant in newest.items():
+                g = groups.get(key)
+                later = [s.base_instant for s in g.slices if s.base_instant > deleted_instant] if g else []
+                ectr = max(ectr, min(later) if later else inst.time)
+        if ectr and (bound is None or ectr > bound):
+            bound = ectr
+    return bound
+
+
+def check_readable_at(timeline: Timeline, view: FileSystemView, instant: str, where: str, what: str) -> None:
+    """Refuse a read of the table as of ``instant`` when a clean deleted files that state needs.
+
+    Args:
+        timeline: the loaded timeline.
+        view: the file-system view.
+        instant: a normalized instant (the time-travel instant, or an incremental window's end).
+        where: the table's URI, for the message.
+        what: ``time travel`` or ``incremental read``, for the message.
+
+    Raises:
+        ReadError: ``instant`` is before :func:`earliest_retained`.
+    """
+    bound = earliest_retained(timeline, view)
+    if bound is not None and instant < bound:
+        raise ReadError(
+            f"cannot answer the {what} at {instant} on {where}: a clean removed the files that state needs; the "
+            f"earliest instant still readable is {bound} (earliest commit to retain)"
+        )
