@@ -29,7 +29,7 @@ Decisions:
 
 Example:
     >>> import evt_toolkit as evt
-    >>> t = evt.Table.open("/data/trips")  # doctest: +SKIP
+    >>> t = evt.HudiTable.open("/data/trips")  # doctest: +SKIP
     >>> f = ro_freshness(t)  # doctest: +SKIP
     >>> f.threshold_iso, f.late_records  # doctest: +SKIP
     ('2025-01-01T00:00:00.000Z', 0)

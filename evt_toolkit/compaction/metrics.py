@@ -18,7 +18,7 @@ logs of the new slice and count as such.
 
 Example:
     >>> import evt_toolkit as evt
-    >>> m = evt.Table.open("/data/trips").metrics()  # doctest: +SKIP
+    >>> m = evt.HudiTable.open("/data/trips").metrics()  # doctest: +SKIP
     >>> print(m.to_prometheus())  # doctest: +SKIP
     # HELP evt_hudi_remaining_log_files Log files in the latest file slices not merged by any compaction yet.
     # TYPE evt_hudi_remaining_log_files gauge

@@ -5,7 +5,7 @@ that writes refreshes the table afterwards so ``table.timeline`` and ``table.fil
 
 Example:
     >>> import evt_toolkit as evt
-    >>> t = evt.Table.open("/data/trips")  # doctest: +SKIP
+    >>> t = evt.HudiTable.open("/data/trips")  # doctest: +SKIP
     >>> s = evt.EventTimeBasedCompactionStrategy(data_latency=3_600_000)  # doctest: +SKIP
     >>> print(t.compaction.preview(s).summary_text())  # doctest: +SKIP
     >>> c = t.compaction.schedule(s)  # doctest: +SKIP

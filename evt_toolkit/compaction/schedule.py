@@ -27,7 +27,7 @@ may write at the head of the new slice (:mod:`evt_toolkit.compaction.merge_task`
 Example:
     >>> import evt_toolkit as evt
     >>> from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
-    >>> t = evt.Table.open("/data/trips")  # doctest: +SKIP
+    >>> t = evt.HudiTable.open("/data/trips")  # doctest: +SKIP
     >>> c = schedule_compaction(t, EventTimeBasedCompactionStrategy(threshold="2025-01-01T00:00:00Z"))  # doctest: +SKIP
     >>> c.instant, c.operations, len(c.links)  # doctest: +SKIP
     ('20250102000000000', 12, 7)

@@ -29,7 +29,7 @@ How the rows get there, and why this way (PySpark 4.3, measured):
 Example:
     >>> from evt_toolkit.spark.session import get_or_create_session  # doctest: +SKIP
     >>> spark = get_or_create_session(extra_conf=hive_catalog_conf("/tmp/evt-warehouse"))  # doctest: +SKIP
-    >>> sync_catalog(spark, evt.Table.open("/data/trips"))  # doctest: +SKIP
+    >>> sync_catalog(spark, evt.HudiTable.open("/data/trips"))  # doctest: +SKIP
     >>> spark.sql("SHOW TBLPROPERTIES trips_ro").show()  # doctest: +SKIP
 """
 

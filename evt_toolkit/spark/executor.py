@@ -16,7 +16,7 @@ Two entry points:
 Example:
     >>> from evt_toolkit.spark.session import get_or_create_session  # doctest: +SKIP
     >>> spark = get_or_create_session()  # doctest: +SKIP
-    >>> t = evt.Table.open("/data/trips")  # doctest: +SKIP
+    >>> t = evt.HudiTable.open("/data/trips")  # doctest: +SKIP
     >>> t.write(spark_df, spark=spark, executor=spark_executor(spark))  # doctest: +SKIP
     >>> write_dataframe(t, spark_df, "upsert")  # doctest: +SKIP
 """
