@@ -6,6 +6,7 @@ Example:
     >>> t.file_slices()  # doctest: +SKIP
 """
 
+from evt_toolkit.api import HudiTable
 from evt_toolkit.errors import (
     EvtError,
     LogFormatError,
@@ -21,7 +22,6 @@ from evt_toolkit.errors import (
     UnsupportedTableError,
     WriteError,
 )
-from evt_toolkit.api import HudiTable
 
 __version__ = "0.1.0"
 

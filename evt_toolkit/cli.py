@@ -18,11 +18,11 @@ import pyarrow as pa
 from rich.console import Console
 from rich.table import Table
 
+from evt_toolkit.api import HudiTable
 from evt_toolkit.cli_compaction import add_compaction_parsers
 from evt_toolkit.demo.cli import add_demo_parser
 from evt_toolkit.errors import EvtError
 from evt_toolkit.table.inspect import schema_summary
-from evt_toolkit.api import HudiTable
 
 
 def _fmt_ms(value: int | None) -> str:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.table import Table
 
+from evt_toolkit.api import HudiTable
 from evt_toolkit.compaction.freshness import ro_freshness
 from evt_toolkit.compaction.metrics import metrics as table_metrics
 from evt_toolkit.compaction.strategy import (
@@ -37,7 +38,6 @@ from evt_toolkit.compaction.strategy import (
     InvalidThresholdError,
     iso_ms,
 )
-from evt_toolkit.api import HudiTable
 
 if TYPE_CHECKING:
     from evt_toolkit.compaction.executor import ProgressEvent

@@ -59,6 +59,10 @@ class PlanValidationError(EvtError):
     """A compaction plan is invalid (missing files, broken prefix rule, dangling link, ...)."""
 
 
+class CompactionExecutionError(EvtError):
+    """A compaction task failed (on Spark), or the run could not commit; the message carries the task's own error."""
+
+
 class PendingTableServiceError(EvtError):
     """A table service cannot be scheduled because another one (or an inflight write) is pending."""
 
@@ -72,6 +76,7 @@ class SchemaMismatchError(WriteError):
 
 
 __all__ = [
+    "CompactionExecutionError",
     "EvtError",
     "LogFormatError",
     "MetadataDecodeError",

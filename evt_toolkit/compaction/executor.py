@@ -1,21 +1,30 @@
 """Running a compaction plan: validate, inflight, links, one task per operation, then the driver writes ``C.commit``.
 
-Steps (``hudi-format.md`` §4 "Execution", design §2.3 and §2.5):
+Steps (``hudi-format.md`` §4 "Execution", design §2.3 and §2.5, ``docs/data-safety.md``):
 
-1. The plan is read back from ``C.compaction.requested`` and validated against storage before anything is written:
-   every base and log file exists, and per operation the compacted logs plus the link targets are exactly the old
-   slice's logs in replay order, compacted ones first (the prefix rule, re-checked because files may have changed
-   since scheduling).
+1. The table is checked writable (:func:`evt_toolkit.table.guards.require_writable`), and the plan is read back from
+   ``C.compaction.requested`` and validated against storage before anything is written: every base and log file
+   exists, and per operation the compacted logs plus the link targets are exactly the old slice's logs in replay
+   order, compacted ones first (the prefix rule, re-checked because files may have changed since scheduling).
 2. ``C.compaction.inflight`` (empty) is written unless present.
-3. With ``link_timing="execute"`` the driver creates the links now (idempotently).
+3. Links: every link made at schedule time must still stand for its target — a missing one is made again from the
+   plan (recorded as the plan's before it is created), a different file under its name is an error naming it; with
+   ``link_timing="execute"`` the driver records and creates them now. The plan is never committed without them.
 4. One task per operation (:func:`~evt_toolkit.compaction.merge_task.run_merge_task`): locally, or on Spark with one
-   partition per operation, each task reopening storage from the table URI and sending its figures back.
-5. The driver alone writes ``C.commit``: ``HoodieCommitMetadata`` JSON with plain ``HoodieWriteStat`` entries,
+   partition per operation.
+5. Right before committing, the driver lists every new slice again: if a write that landed in one since its task
+   read the slice could change the task's decision (a commit-time delete, or a record of a key the task compacted
+   past a commit-time delete), that task runs again (its outputs are deterministic), so the new slice still reads
+   as the old one did.
+6. Outputs of earlier attempts that the final attempts did not produce (recorded, so known exactly) are deleted.
+7. The driver alone writes ``C.commit``: ``HoodieCommitMetadata`` JSON with plain ``HoodieWriteStat`` entries,
    ``compacted: true``, ``operationType: "COMPACT"``, ``extraMetadata`` with ``schema``, the plan's
-   ``evt.compaction.*`` settings, ``evt.compaction.links`` and the RFC's remaining-log figures.
+   ``evt.compaction.*`` settings, ``evt.compaction.links``, the carry-over logs and the RFC's remaining-log figures;
+   then the instant's marker folder (with its ownership records) is dropped, as Hudi drops markers.
 
-A failure at any step before 5 leaves the plan pending: the view hides the partial outputs named with ``C`` and
-readers keep merging the old slice, so the table reads as before; running again completes it with identical files.
+A failure at any step before 7 leaves the plan pending: the view hides the partial outputs named with ``C`` and
+readers keep merging the old slice, so the table reads as before; running again completes it with identical files,
+and :func:`evt_toolkit.services.rollback.rollback` removes exactly the run's recorded outputs.
 
 Example:
     >>> res = run_compaction(t, c.instant)  # doctest: +SKIP
@@ -25,6 +34,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import posixpath
 import time
@@ -32,34 +42,44 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from evt_toolkit.compaction.links import PartitionLink, create_links
-from evt_toolkit.compaction.merge_task import FaultHook, MergeTask, carry_over_name, run_merge_task
+from evt_toolkit.compaction.links import PartitionLink, check_link, create_link
+from evt_toolkit.compaction.merge_task import (
+    FaultHook,
+    MergeResult,
+    MergeTask,
+    landed_logs_matter,
+    run_merge_task,
+)
 from evt_toolkit.compaction.plan import EXTRA_LINK_MODE, EXTRA_LINK_TIMING, EXTRA_THRESHOLD_MS
-from evt_toolkit.compaction.schedule import EXTRA_CARRY_OVER, EXTRA_EXACT_SPLIT, EXTRA_REMAINING_PREFIX, plan_file
-from evt_toolkit.errors import EvtError, PlanValidationError, TimelineError
+from evt_toolkit.compaction.schedule import EXTRA_EXACT_SPLIT, EXTRA_REMAINING_PREFIX, plan_file
+from evt_toolkit.errors import CompactionExecutionError, EvtError, PlanValidationError, TimelineError
 from evt_toolkit.faults import fault_point
 from evt_toolkit.format.metadata import encode_commit_metadata_json, write_stat
 from evt_toolkit.format.names import COMPLETED, INFLIGHT, InstantFileName, LogFileName
+from evt_toolkit.format.ownership import BASE, CARRY_OVER, LINK, RUN, SCHEDULE, OwnedFile
+from evt_toolkit.read.merge import EVENT_TIME
+from evt_toolkit.read.plan import ReadSpec
+from evt_toolkit.storage.ownership import drop_ownership, owned_files, record_ownership
+from evt_toolkit.table.guards import require_writable
+from evt_toolkit.table.table import Table
 from evt_toolkit.table.timeline import COMMIT, COMPACTION, Instant
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from evt_toolkit.table.table import Table
-
 __all__ = [
-    "CompactionExecutionError",
     "CompactionResult",
     "ProgressCallback",
     "ProgressEvent",
     "load_pending_plan",
+    "old_slice_logs",
+    "plan_links_with_partition",
     "run_compaction",
     "validate_plan_files",
 ]
 
-
-class CompactionExecutionError(EvtError):
-    """A compaction task failed (on Spark); the message carries the task's own error, which names the file."""
+#: How often a task runs again when writes keep landing in its new slice while the compaction commits.
+_MAX_RERUNS = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +110,8 @@ class CompactionResult:
         links: link operations of the plan.
         threshold: T in epoch ms, for event-time plans.
         duration_s: wall time of the run.
+        carried_over: records kept in carry-over logs (tombstones, kept keys, exact split).
+        reruns: tasks run again because writes landed in their new slice during the run.
     """
 
     instant: str
@@ -102,6 +124,8 @@ class CompactionResult:
     links: int
     threshold: int | None
     duration_s: float
+    carried_over: int = 0
+    reruns: int = 0
 
 
 def _find_instant(table: Table, instant: str) -> Instant:
@@ -191,34 +215,28 @@ def validate_plan_files(table: Table, plan: Mapping[str, Any]) -> list[str]:
     return problems
 
 
-_STAT_KEYS = (
-    "fileId",
-    "path",
-    "prevCommit",
-    "numWrites",
-    "numDeletes",
-    "numUpdateWrites",
-    "numInserts",
-    "totalWriteBytes",
-    "partitionPath",
-    "totalLogRecords",
-    "totalLogFilesCompacted",
-    "totalLogSizeCompacted",
-    "totalUpdatedRecordsCompacted",
-    "totalLogBlocks",
-    "totalRollbackBlocks",
-    "fileSizeInBytes",
-    "minEventTime",
-    "maxEventTime",
-)
-
-
-def _write_stat(r: Mapping[str, Any]) -> dict[str, Any]:
+def _write_stat(r: MergeResult) -> dict[str, Any]:
     """A plain ``HoodieWriteStat`` in Jackson's field order (compaction writes no delta stats)."""
-    copied = {k: r[k] for k in _STAT_KEYS}
     return write_stat(
-        **copied,
-        runtimeStats={"totalScanTime": 0, "totalUpsertTime": 0, "totalCreateTime": r["elapsedMs"]},
+        fileId=r.file_id,
+        path=r.path,
+        prevCommit=r.prev_commit,
+        numWrites=r.num_writes,
+        numDeletes=r.num_deletes,
+        numUpdateWrites=r.num_update_writes,
+        numInserts=r.num_inserts,
+        totalWriteBytes=r.total_write_bytes,
+        partitionPath=r.partition_path,
+        totalLogRecords=r.total_log_records,
+        totalLogFilesCompacted=r.total_log_files_compacted,
+        totalLogSizeCompacted=r.total_log_size_compacted,
+        totalUpdatedRecordsCompacted=r.num_update_writes,
+        totalLogBlocks=r.total_log_blocks,
+        totalRollbackBlocks=r.total_rollback_blocks,
+        fileSizeInBytes=r.total_write_bytes,
+        minEventTime=r.min_event_time,
+        maxEventTime=r.max_event_time,
+        runtimeStats={"totalScanTime": 0, "totalUpsertTime": 0, "totalCreateTime": r.elapsed_ms},
     )
 
 
@@ -226,7 +244,7 @@ def _run_tasks(
     tasks: list[MergeTask],
     spark: SparkSession | None,
     progress: ProgressCallback | None,
-) -> list[dict[str, Any]]:
+) -> list[MergeResult]:
     total = len(tasks)
     if spark is None:
         results = []
@@ -237,20 +255,57 @@ def _run_tasks(
                 progress(ProgressEvent("tasks", i + 1, total, f"compacted file group {task.file_id}"))
         return results
     sc = spark.sparkContext
-    rdd = sc.parallelize(tasks, numSlices=total).map(run_merge_task)
+    rdd = sc.parallelize(tasks, numSlices=max(1, total)).map(run_merge_task)
     try:
         results = []
         # toLocalIterator would serialize the tasks; collect runs them in parallel and reports per result.
         for i, r in enumerate(rdd.collect()):
             results.append(r)
             if progress is not None:
-                progress(ProgressEvent("tasks", i + 1, total, f"compacted file group {r['fileId']}"))
+                progress(ProgressEvent("tasks", i + 1, total, f"compacted file group {r.file_id}"))
         return results
     except Exception as exc:  # Py4J / PythonException carry the task's error text
         text = str(exc)
         lines = [ln for ln in text.splitlines() if "Error:" in ln or "error" in ln.lower()]
         detail = next((ln.strip() for ln in lines if "evt_toolkit" in ln), lines[0].strip() if lines else text[:500])
         raise CompactionExecutionError(f"a compaction task failed on Spark: {detail}") from exc
+
+
+def _ensure_links(table: Table, instant: str, links: list[PartitionLink], mode: str, timing: str) -> int:
+    """Make every link of the plan stand for its target; returns how many were (re)created.
+
+    Schedule-time links belong to the plan: one found missing is made again from the plan, recorded under the
+    schedule phase so that a rollback of this run keeps it. Execute-time links are the run's own.
+
+    Raises:
+        PlanValidationError: a link's target is gone, or another file holds a link's name (names both).
+    """
+    storage = table.storage
+    missing = [link for link in links if not check_link(storage, link, mode, deep=False).ok]
+    if not missing:
+        return 0
+    phase = RUN if timing == "execute" else SCHEDULE
+    record_ownership(storage, instant, phase, "links", [OwnedFile(link.symlink_path, LINK) for link in missing])
+    created = 0
+    for link in missing:
+        if not storage.exists(link.target_path):
+            raise PlanValidationError(
+                f"compaction {instant} cannot run: link {storage.full_path(link.symlink_path)} is missing and its "
+                f"target {storage.full_path(link.target_path)} is gone too; the leftover log's data cannot be carried "
+                "into the new slice (unschedule the plan and schedule again)"
+            )
+        created += create_link(storage, link, mode) == "created"
+    return created
+
+
+def _stale_outputs(table: Table, instant: str, results: list[MergeResult]) -> list[str]:
+    """Outputs recorded by earlier attempts of this run that the final attempts did not produce."""
+    final = {p for r in results for p in r.outputs}
+    return sorted(
+        path
+        for path, f in owned_files(table.storage, instant, [RUN]).items()
+        if f.role in (BASE, CARRY_OVER) and path not in final
+    )
 
 
 def run_compaction(
@@ -269,36 +324,36 @@ def run_compaction(
         instant: the compaction instant ``C``.
         spark: run one Spark task per operation; ``None`` runs them in this process.
         progress: called with :class:`ProgressEvent` s (``links``, ``tasks`` per finished operation, ``commit``).
-        exact_split: keep records with event time > T out of the new base files. Only possible when the plan
-            was scheduled with ``exact_split=True`` (which reserves the carry-over log's version); a plan scheduled
-            that way splits whatever this flag says.
+        exact_split: keep records with event time > T out of the new base files (carried over instead); a plan
+            scheduled with ``exact_split=True`` splits whatever this flag says.
         fault_hook: fault injection for tests (called inside each task), ``None`` otherwise.
 
     Raises:
+        UnsupportedTableError: a table this toolkit does not write (version, type, metadata table).
         TimelineError: no pending compaction at ``instant``.
         MetadataDecodeError: the plan file is cut short or otherwise undecodable (names it).
-        PlanValidationError: files of the plan are missing or the prefix rule does not hold (names them).
+        PlanValidationError: files of the plan are missing, a link cannot be made, or the prefix rule does not hold.
         LogFormatError: a compacted log is corrupt (names it); nothing is committed.
-        CompactionExecutionError: a Spark task failed (its error text included); nothing is committed.
+        CompactionExecutionError: a Spark task failed (its error text included), or writes kept landing in a new
+            slice while committing; nothing is committed.
     """
+    if not isinstance(instant, str) or not instant:
+        raise PlanValidationError(f"a compaction instant such as '20250101000000000' is needed, not {instant!r}")
     started = time.monotonic()
     table.refresh()
+    require_writable(table, f"run compaction {instant}")
     _, plan = load_pending_plan(table, instant)
     extra = dict(plan.get("extraMetadata") or {})
-    planned_split = extra.get(EXTRA_EXACT_SPLIT) == "true"
-    if exact_split and not planned_split:
-        raise PlanValidationError(
-            f"compaction {instant} was not scheduled with exact_split=True: version 1 of its new slices is not "
-            "reserved for the carry-over log (schedule again with exact_split=True)"
-        )
+    split = exact_split or extra.get(EXTRA_EXACT_SPLIT) == "true"
     problems = validate_plan_files(table, plan)
     if problems:
         raise PlanValidationError(f"compaction {instant} cannot run: " + "; ".join(problems))
     storage = table.storage
     ops = list(plan.get("operations") or [])
-    carry = extra.get(EXTRA_CARRY_OVER) == "true"
     threshold_text = extra.get(EXTRA_THRESHOLD_MS)
     threshold = int(threshold_text) if threshold_text else None
+    if split and threshold is None:
+        raise PlanValidationError(f"compaction {instant}: exact_split needs an event-time plan (a threshold T)")
     link_mode = extra.get(EXTRA_LINK_MODE, "copy")
     link_timing = extra.get(EXTRA_LINK_TIMING, "schedule")
 
@@ -308,49 +363,72 @@ def run_compaction(
     fault_point("run.after_inflight")
 
     links = plan_links_with_partition(plan)
+    created = _ensure_links(table, instant, links, link_mode, link_timing)
     if link_timing == "execute" and links:
-        created = create_links(storage, links, link_mode)
         fault_point("run.after_links")
-        if progress is not None:
-            progress(ProgressEvent("links", len(links), len(links), f"{created} link(s) created, {len(links)} in plan"))
-    elif progress is not None:
-        progress(ProgressEvent("links", len(links), len(links), "links were created at schedule time"))
+    if progress is not None:
+        progress(ProgressEvent("links", len(links), len(links), f"{created} link(s) created, {len(links)} in plan"))
 
+    cfg = table.config
+    spec = ReadSpec.of(table)
     tasks = [
         MergeTask(
             storage.uri,
             instant,
             i,
             op,
-            carry_over=(slot := _carry_over_slot(table, op, i, instant, carry, planned_split)),
-            exact_split=planned_split and slot,
+            spec,
+            event_time_field=cfg.event_time_field,
+            event_time_unit=cfg.event_time_unit,
+            exact_split=split,
             threshold=threshold,
             fault_hook=fault_hook,
         )
         for i, op in enumerate(ops)
     ]
-    results = _run_tasks(tasks, spark, progress)
-    results.sort(key=lambda r: int(r["index"]))
+    results = sorted(_run_tasks(tasks, spark, progress), key=lambda r: r.index)
+    reruns = 0
+    if spec.merge_mode == EVENT_TIME and spec.ordering_field:
+        for _round in range(_MAX_RERUNS):
+            again = [t for t, r in zip(tasks, results, strict=True) if landed_logs_matter(t, r, storage)]
+            if not again:
+                break
+            reruns += len(again)
+            redone = {r.index: r for r in _run_tasks(again, None if len(again) < 2 else spark, None)}
+            results = [redone.get(r.index, r) for r in results]
+        else:
+            if any(landed_logs_matter(t, r, storage) for t, r in zip(tasks, results, strict=True)):
+                raise CompactionExecutionError(
+                    f"compaction {instant} of {storage.uri}: writes kept landing in its new file slices while it "
+                    "committed; nothing was committed — run it again"
+                )
+    for path in _stale_outputs(table, instant, results):
+        storage.delete_file(path)
 
     stats: dict[str, list[dict[str, Any]]] = {}
     for r in results:
-        stats.setdefault(r["partitionPath"], []).append(_write_stat(r))
-    unsplit = [t.file_id for t in tasks if planned_split and not t.exact_split]
+        stats.setdefault(r.partition_path, []).append(_write_stat(r))
     commit_extra: dict[str, str] = {}
     if "schema" in extra:
         commit_extra["schema"] = extra["schema"]
     for k, v in extra.items():
         if k.startswith("evt.compaction.") or k == "hoodie.payload.event.time.field":
             commit_extra[k] = v
+    commit_extra[EXTRA_EXACT_SPLIT] = "true" if split else "false"
     commit_extra["evt.compaction.links"] = json.dumps([link.to_json() for link in links], separators=(",", ":"))
     carry_logs = [
-        {"partition": r["partitionPath"], "log": r["carryOverLog"], "records": r["carryOverRecords"]}
+        {
+            "partition": r.partition_path,
+            "log": r.carry_over_log,
+            "records": r.carry_over_records,
+            "tombstones": r.tombstones,
+            "kept": r.kept,
+            "split": r.split,
+        }
         for r in results
-        if r["carryOverLog"]
+        if r.carry_over_log
     ]
     commit_extra["evt.compaction.carry_over_logs"] = json.dumps(carry_logs, separators=(",", ":"))
-    if unsplit:
-        commit_extra["evt.compaction.exact_split.skipped"] = ",".join(unsplit)
     for k, v in extra.items():
         if k.startswith(EXTRA_REMAINING_PREFIX):
             commit_extra[k] = v
@@ -365,43 +443,23 @@ def run_compaction(
     completed = posixpath.join(table.config.timeline_path, InstantFileName(instant, COMMIT, COMPLETED).name)
     fault_point("run.before_commit")
     storage.write_bytes_atomic(completed, encode_commit_metadata_json(meta))
+    # The records of a completed instant are no longer read; a folder left behind by a failure here is harmless.
+    with contextlib.suppress(EvtError):
+        drop_ownership(storage, instant)
     if progress is not None:
         progress(ProgressEvent("commit", 1, 1, f"compaction {instant} completed"))
     table.refresh()
     return CompactionResult(
         instant=instant,
         operations=len(results),
-        base_files_written=tuple(str(r["path"]) for r in results),
-        records_written=sum(int(r["numWrites"]) for r in results),
-        bytes_written=sum(int(r["totalWriteBytes"]) + int(r["carryOverSize"]) for r in results),
-        log_files_compacted=sum(int(r["totalLogFilesCompacted"]) for r in results),
-        log_bytes_compacted=sum(int(r["totalLogSizeCompacted"]) for r in results),
+        base_files_written=tuple(r.path for r in results),
+        records_written=sum(r.num_writes for r in results),
+        bytes_written=sum(r.total_write_bytes + r.carry_over_size for r in results),
+        log_files_compacted=sum(r.total_log_files_compacted for r in results),
+        log_bytes_compacted=sum(r.total_log_size_compacted for r in results),
         links=len(links),
         threshold=threshold,
         duration_s=time.monotonic() - started,
+        carried_over=sum(r.carry_over_records for r in results),
+        reruns=reruns,
     )
-
-
-def _carry_over_slot(
-    table: Table, op: Mapping[str, Any], index: int, instant: str, carry: bool, planned_split: bool
-) -> bool:
-    """Whether version 1 of the operation's new slice is free for its carry-over log.
-
-    The plan reserves it by starting the links at version 2. An exact-split operation without leftovers has no link
-    to tell writers about the reservation, so a write may have taken version 1 since scheduling; that group is
-    then compacted without a split (the carry-over could no longer replay first) and the commit says so.
-    """
-    if not carry:
-        return False
-    versions = [p.version for x in op.get("symlinkOperations") or [] if (p := LogFileName.parse(str(x["symlink"])))]
-    if versions:
-        return min(versions) >= 2
-    if not planned_split:
-        return False
-    ours = carry_over_name(str(op["fileId"]), instant, index)
-    partition = str(op.get("partitionPath") or "")
-    for name in old_slice_logs(table, partition, str(op["fileId"]), instant):
-        parsed = LogFileName.parse(name)
-        if parsed is not None and parsed.version == 1 and name != ours:
-            return False
-    return True

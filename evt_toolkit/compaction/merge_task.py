@@ -1,37 +1,28 @@
 """One compaction task: merge an operation's base file with exactly the plan's logs into a new base file.
 
-A task is self-contained (:class:`MergeTask` pickles into a Spark task; storage is reopened from the table URI) and
-touches nothing but the file group's outputs at instant ``C``; the driver alone writes the timeline.
+A task is self-contained (:class:`MergeTask` pickles into a Spark task with the driver's :class:`ReadSpec`; storage is
+reopened from the table URI) and creates nothing but its operation's outputs at instant ``C``, each recorded in an
+ownership record before it is written (:mod:`evt_toolkit.storage.ownership`); the driver alone writes the timeline.
 
-Merging reuses the slice reader's pieces (:mod:`evt_toolkit.read.slice_reader`): which blocks count (uncommitted
-blocks skipped, rollback command blocks applied), decoding and the Arrow merge. Unlike a reader, a task refuses a
-log holding a corrupt block: a reader may skip it (Hudi does), but a compaction that skipped it would drop its
-records for good, because the compacted log is no longer part of the new slice.
+Merging is the one slice read's merge (:func:`evt_toolkit.read.slice_reader.merge_slice`): which blocks count
+(uncommitted blocks skipped, rollback command blocks applied), decoding and the Arrow merge. Unlike a reader, a task
+refuses a log holding a corrupt block: a reader may skip it (Hudi does), but a compaction that skipped it would drop
+its records for good, because the compacted log is no longer part of the new slice.
 
-**What goes into the new base** (rows sorted by record key, meta fields preserved except ``_hoodie_file_name``):
-the base rows and compacted-log winners that survive the merge, exactly what ``read_file_slice`` returns for the
-old slice restricted to the compacted logs — except for what the *carry-over log* keeps (below).
-
-**Carry-over log** ``.{fileId}_{C}.log.1_{token}`` (only when the plan reserved version 1, see
-:mod:`evt_toolkit.compaction.schedule`). It replays before the links, so the new slice replays exactly the old
-one's sequence with the compacted logs reduced to their winners, and the snapshot is unchanged:
-
-* *exact split*: a compacted winner whose event time is > T goes here instead of into the base; the base keeps the
-  key's previous base row, if any (so RO shows the last version ≤ T and never an event > T);
-* *tombstones* (``EVENT_TIME_ORDERING`` with an ordering field): a delete with an ordering value that won in the
-  compacted prefix is kept — as a delete-block entry, or as its soft-deleted data row — because a leftover record
-  with a smaller ordering value must keep losing to it.
-
-Its blocks carry ``INSTANT_TIME = C`` while each record keeps its original ``_hoodie_commit_time`` and
+**Outputs.** The new base file ``{fileId}_{index}-0-0_{C}.parquet`` (rows sorted by record key, meta fields preserved
+except ``_hoodie_file_name``), and, when :mod:`~evt_toolkit.compaction.carry_over` says so, a *carry-over log*
+``.{fileId}_{C}.log.0_{index}-0-0``: version 0, which no writer produces (Hudi's writers start at version 1 and roll
+over to max + 1), so it always replays first in the new slice, before the links and before any write that landed in
+the slice. Its blocks carry ``INSTANT_TIME = C`` while each record keeps its original ``_hoodie_commit_time`` and
 ``_hoodie_commit_seqno``: readers only count blocks of *completed* instants, so the carry-over becomes visible at
-the very moment ``C.commit`` lands — the same moment the new base file does. Giving the blocks the records'
-original instants instead would make them visible at once, while the old slice (which holds the same records) is
-still being read, and break the pending-window merge.
+the very moment ``C.commit`` lands — the same moment the new base file does.
 
-**Determinism.** Output names depend only on the operation's index in the plan (write token
-``<index>-0-0``), the Parquet bytes only on the inputs; a task first deletes any other base file of its group
-named with ``C`` (left by an earlier failed attempt), then overwrites its outputs atomically. Re-running a failed
-compaction therefore gives byte-identical files.
+**Later logs.** In event-time ordering the task reads the later logs of the new slice (links and landed writes) to
+find the keys whose compacted form would change an answer; it reports the later logs it saw so that the driver can
+check, right before committing, that no write landed since (and run the task again if one did).
+
+**Determinism.** Output names depend only on the operation's index in the plan and the Parquet bytes only on the
+inputs, so a task run again overwrites its own outputs with identical files.
 """
 
 from __future__ import annotations
@@ -39,49 +30,51 @@ from __future__ import annotations
 import posixpath
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, cast
+from dataclasses import dataclass, field, replace
+from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from evt_toolkit.compaction.carry_over import CarryOverDecision, decide, first_base_rows, needs_later_keys
 from evt_toolkit.errors import EvtError, LogFormatError, PlanValidationError, UnsupportedFeatureError
 from evt_toolkit.format.eventtime import to_epoch_ms
 from evt_toolkit.format.log_writer import avro_schema_json, encode_avro_data_block, encode_delete_block
 from evt_toolkit.format.logfile import BlockType, scan_log_blocks
 from evt_toolkit.format.names import BaseFileName, LogFileName
-from evt_toolkit.read.merge import (
-    COMMIT_TIME,
-    EVENT_TIME,
-    KEY,
-    build_candidates,
-    merge_log_candidates,
-    merge_with_base,
-)
+from evt_toolkit.format.ownership import BASE, CARRY_OVER, RUN, OwnedFile
+from evt_toolkit.read.merge import EVENT_TIME, KEY, build_candidates
 from evt_toolkit.read.plan import ReadSpec
 from evt_toolkit.read.slice_reader import (
+    SliceMerge,
     SliceReadContext,
     decode_blocks,
+    merge_slice,
     read_base_file,
     select_log_blocks,
 )
 from evt_toolkit.storage.fs import TableStorage
-from evt_toolkit.table.config import load_table_config
-from evt_toolkit.table.fs_view import BaseFile, FileSystemView, LogFile
-from evt_toolkit.table.table import Table
+from evt_toolkit.storage.ownership import record_ownership
+from evt_toolkit.table.fs_view import BaseFile, LogFile
 
 __all__ = [
+    "CARRY_OVER_VERSION",
     "FILE_NAME",
+    "MergeResult",
     "MergeTask",
     "base_file_token",
     "carry_over_name",
+    "landed_logs_matter",
+    "later_logs",
     "run_merge_task",
 ]
 
 FILE_NAME = "_hoodie_file_name"
-_COMMIT_TIME_COL = "_hoodie_commit_time"
 _PARTITION = "_hoodie_partition_path"
+#: The carry-over log's version: below every writer's (they start at 1), so it replays first in the new slice.
+CARRY_OVER_VERSION = 0
 
 #: ``fault_hook(task, stage)`` is called at ``"merged"`` (before writing) and ``"written"`` (after the base file).
 FaultHook = Callable[["MergeTask", str], None]
@@ -96,8 +89,10 @@ class MergeTask:
         instant: the compaction instant ``C``.
         index: the operation's position in the plan (the task partition id of the write token).
         operation: the plan's ``HoodieCompactionOperation`` record.
-        carry_over: version 1 of the new slice is reserved for a carry-over log.
-        exact_split: records with event time > ``threshold`` go to the carry-over log.
+        spec: how to merge (schema, merge mode, the driver's timeline).
+        event_time_field: the table's event-time field (write stats, exact split).
+        event_time_unit: its unit when it is an integer epoch.
+        exact_split: records with event time > ``threshold`` stay out of the base (carried over instead).
         threshold: T in epoch ms.
         fault_hook: test hook for fault injection (``None`` in production).
     """
@@ -106,7 +101,9 @@ class MergeTask:
     instant: str
     index: int
     operation: Mapping[str, Any]
-    carry_over: bool = False
+    spec: ReadSpec
+    event_time_field: str | None = None
+    event_time_unit: str = "ms"
     exact_split: bool = False
     threshold: int | None = None
     fault_hook: FaultHook | None = field(default=None, compare=False)
@@ -122,14 +119,54 @@ class MergeTask:
         return str(self.operation["fileId"])
 
 
+@dataclass(frozen=True, slots=True)
+class MergeResult:
+    """What one task wrote and counted (sent back to the driver)."""
+
+    index: int
+    file_id: str
+    partition_path: str
+    path: str
+    name: str
+    prev_commit: str
+    num_writes: int
+    num_deletes: int
+    num_update_writes: int
+    num_inserts: int
+    total_write_bytes: int
+    total_log_records: int
+    total_log_files_compacted: int
+    total_log_size_compacted: int
+    total_log_blocks: int
+    total_rollback_blocks: int
+    min_event_time: int | None
+    max_event_time: int | None
+    min_record_key: str | None
+    max_record_key: str | None
+    carry_over_log: str | None
+    carry_over_size: int
+    carry_over_records: int
+    tombstones: int
+    kept: int
+    split: int
+    later_logs: tuple[tuple[str, int], ...]
+    ct_sensitive_keys: tuple[str, ...]
+    elapsed_ms: int
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        """The files this task's final attempt produced, relative to the base path."""
+        return (self.path,) + ((_rel(self.partition_path, self.carry_over_log),) if self.carry_over_log else ())
+
+
 def base_file_token(index: int) -> str:
     """The deterministic write token of operation ``index``: ``<index>-0-0``."""
     return f"{index}-0-0"
 
 
 def carry_over_name(file_id: str, instant: str, index: int) -> str:
-    """Name of the carry-over log of operation ``index``: version 1 of slice ``instant``."""
-    return LogFileName(file_id, instant, "log", 1, base_file_token(index)).name
+    """Name of the carry-over log of operation ``index``: version 0 of slice ``instant``."""
+    return LogFileName(file_id, instant, "log", CARRY_OVER_VERSION, base_file_token(index)).name
 
 
 def _rel(partition: str, name: str) -> str:
@@ -159,6 +196,26 @@ def _base_file(storage: TableStorage, partition: str, name: str) -> BaseFile:
     return BaseFile(rel, name, parsed.file_id, parsed.instant, parsed.write_token, storage.size(rel))
 
 
+def later_logs(storage: TableStorage, partition: str, file_id: str, instant: str) -> list[LogFile]:
+    """The logs of slice ``instant`` of a file group other than carry-over logs, in replay order (links and writes)."""
+    files, _ = storage.list_dir(partition)
+    out = []
+    for e in files:
+        parsed = LogFileName.parse(e.name)
+        if (
+            parsed is not None
+            and parsed.extension == "log"
+            and not parsed.suffix
+            and parsed.file_id == file_id
+            and parsed.base_instant == instant
+            and parsed.version != CARRY_OVER_VERSION
+        ):
+            out.append(
+                LogFile(e.path, e.name, file_id, instant, parsed.version, parsed.write_token, parsed.suffix, e.size)
+            )
+    return sorted(out, key=LogFile.sort_key)
+
+
 def _check_blocks(storage: TableStorage, logs: tuple[LogFile, ...]) -> tuple[int, int]:
     """Refuse logs with corrupt blocks; return (blocks, rollback command blocks)."""
     blocks = rollbacks = 0
@@ -175,82 +232,78 @@ def _check_blocks(storage: TableStorage, logs: tuple[LogFile, ...]) -> tuple[int
     return blocks, rollbacks
 
 
-def _context(storage: TableStorage) -> tuple[SliceReadContext, Any]:
-    config = load_table_config(storage)
-    table = Table(storage, config)
-    return ReadSpec.of(table).context(None, storage=storage), config
+def _later_facts(ctx: SliceReadContext, logs: list[LogFile], need_keys: bool) -> tuple[pa.Array | None, pa.Array]:
+    """``(every key with a later record or None, keys with a later commit-time delete)``.
 
-
-def _avro_schema_with_meta(ctx: SliceReadContext) -> dict[str, Any]:
-    if ctx.reader_avro_schema is None:
-        raise PlanValidationError("the table has no schema (no commit carries one); nothing to compact")
-    return dict(ctx.reader_avro_schema)
-
-
-@dataclass(frozen=True, slots=True)
-class _Merged:
-    base_rows: pa.Table
-    carry_rows: pa.Table
-    carry_deletes: pa.Table
-    log_records: int
-    updated: int
-    deleted: int
-
-
-def _merge(ctx: SliceReadContext, base: pa.Table, logs: tuple[LogFile, ...], task: MergeTask) -> _Merged:
-    queued = select_log_blocks(ctx, logs)
-    if any(q.block.is_partial for q in queued):
-        raise UnsupportedFeatureError(
-            f"file group {task.file_id}: partial-update log blocks are not compacted by this toolkit"
+    Every block counts, committed or not: a write still inflight may complete before ``C.commit``.
+    """
+    if not logs:
+        return (pa.array([], pa.string()) if need_keys else None), pa.array([], pa.string())
+    everything = replace(ctx, is_visible=lambda _instant: True, query_instant=None)
+    queued = select_log_blocks(everything, tuple(logs))
+    deletes_only = [q for q in queued if q.block.block_type == BlockType.DELETE]
+    _, _, deletes, delseq = decode_blocks(everything, deletes_only)
+    cands = build_candidates(
+        ctx.schema.empty_table(), pa.array([], pa.int64()), deletes, delseq, ctx.ordering_field, ctx.merge_mode
+    ).table
+    ct_keys = cands.filter(pc.and_(pc.equal(cands["src"], 1), cands["ct_delete"]))["key"].combine_chunks()
+    keys: pa.Array | None = None
+    if need_keys:
+        data, _, _, _ = decode_blocks(everything, [q for q in queued if q.block.block_type != BlockType.DELETE])
+        keys = pa.concat_arrays(
+            [data[KEY].combine_chunks().cast(pa.string()), deletes[KEY].combine_chunks().cast(pa.string())]
         )
-    data, dseq, deletes, delseq = decode_blocks(ctx, queued)
-    mode = ctx.merge_mode
-    cands = build_candidates(data, dseq, deletes, delseq, ctx.ordering_field, mode)
-    winners = merge_log_candidates(cands, mode)
-    base_ord = None
-    if mode != COMMIT_TIME and ctx.ordering_field and ctx.ordering_field in base.column_names:
-        base_ord = base[ctx.ordering_field].combine_chunks()
-    keep_base, emit = merge_with_base(base[KEY].combine_chunks(), base_ord, winners, mode)
-    keep = keep_base.to_numpy(zero_copy_only=False).copy()
-    log_rows = data.take(emit["idx"])
-    updated = int(base.num_rows - int(keep.sum()))
-
-    carry_rows = ctx.schema.empty_table()
-    carry_deletes = deletes.slice(0, 0)
-    if task.carry_over:
-        # Tombstones: event-time deletes that beat the base row (or found none) keep their ordering value.
-        if mode == EVENT_TIME and winners.num_rows:
-            is_del = winners["is_delete"].to_numpy(zero_copy_only=False)
-            ct = winners["ct_delete"].to_numpy(zero_copy_only=False)
-            tomb = winners.filter(pa.array(is_del & ~ct))
-            if tomb.num_rows:
-                kept_keys = base.filter(pa.array(keep))[KEY].combine_chunks().cast(pa.string())
-                alive = pc.is_in(tomb["key"], value_set=kept_keys)
-                tomb = tomb.filter(pc.invert(pc.fill_null(alive, False)))
-                src = tomb["src"].to_numpy(zero_copy_only=False)
-                idx = tomb["idx"].to_numpy(zero_copy_only=False)
-                carry_deletes = deletes.take(pa.array(idx[src == 1]))
-                carry_rows = data.take(pa.array(idx[src == 0]))
-        if task.exact_split and log_rows.num_rows:
-            later = _event_time_after(ctx, log_rows, task)
-            if later is not None and bool(pc.any(later).as_py()):
-                moved = log_rows.filter(later)
-                log_rows = log_rows.filter(pc.invert(later))
-                carry_rows = pa.concat_tables([carry_rows, moved])
-                # The key's previous base row stays in the base: RO shows its last version ≤ T.
-                restore = pc.is_in(base[KEY], value_set=moved[KEY].combine_chunks()).to_numpy(zero_copy_only=False)
-                keep |= restore
-    rows = pa.concat_tables([base.filter(pa.array(keep)), log_rows])
-    return _Merged(rows, carry_rows, carry_deletes, data.num_rows + deletes.num_rows, updated, deletes.num_rows)
+    return keys, ct_keys
 
 
-def _event_time_after(ctx: SliceReadContext, rows: pa.Table, task: MergeTask) -> pa.Array | None:
-    config = load_table_config(ctx.storage)
-    fld = config.event_time_field
-    if not fld or fld not in rows.column_names or task.threshold is None:
+def landed_logs_matter(task: MergeTask, result: MergeResult, storage: TableStorage) -> bool:
+    """Whether logs that landed in the new slice after the task read it could change the task's decision.
+
+    Only commit-time deletes in them, or any record of a key the task compacted past a commit-time delete
+    (:attr:`CarryOverDecision.ct_sensitive_keys`), can; plain upserts and deletes with an ordering value cannot.
+    """
+    seen = set(result.later_logs)
+    landed = [
+        lf
+        for lf in later_logs(storage, task.partition_path, task.file_id, task.instant)
+        if (lf.name, lf.size) not in seen
+    ]
+    if not landed:
+        return False
+    ctx = task.spec.context(None, storage=storage)
+    keys, ct_keys = _later_facts(ctx, landed, bool(result.ct_sensitive_keys))
+    if len(ct_keys):
+        return True
+    return keys is not None and bool(set(keys.to_pylist()) & set(result.ct_sensitive_keys))
+
+
+def _split_mask(task: MergeTask, rows: pa.Table) -> pa.Array | None:
+    fld = task.event_time_field
+    if not task.exact_split or task.threshold is None or not fld or fld not in rows.column_names or not rows.num_rows:
         return None
-    ms = to_epoch_ms(rows[fld], config.event_time_unit, field=fld)  # type: ignore[arg-type]
+    ms = to_epoch_ms(rows[fld], task.event_time_unit, field=fld)  # type: ignore[arg-type]
     return pc.fill_null(pc.greater(ms, pa.scalar(task.threshold, pa.int64())), False)
+
+
+def _decide(ctx: SliceReadContext, merge: SliceMerge, task: MergeTask, later: list[LogFile]) -> CarryOverDecision:
+    event_ordering = ctx.merge_mode == EVENT_TIME and bool(ctx.ordering_field)
+    base_keys = merge.base[KEY].combine_chunks()
+    later_keys: pa.Array | None = None
+    later_ct = pa.array([], pa.string())
+    if event_ordering:
+        has_base = first_base_rows(base_keys, merge.winners["key"].combine_chunks()) >= 0
+        later_keys, later_ct = _later_facts(ctx, later, needs_later_keys(merge.winners, has_base))
+    emitted_idx = merge.emitted["idx"].combine_chunks()
+    return decide(
+        base_keys=base_keys,
+        keep_base=merge.keep_base,
+        winners=merge.winners,
+        emitted_idx=emitted_idx,
+        event_time_ordering=event_ordering,
+        later_keys=later_keys,
+        later_ct_keys=later_ct,
+        split_mask=_split_mask(task, merge.data.take(emitted_idx)),
+    )
 
 
 def _parquet_bytes(rows: pa.Table, avro_schema: dict[str, Any], name: str) -> tuple[bytes, str | None, str | None]:
@@ -279,38 +332,38 @@ def _parquet_bytes(rows: pa.Table, avro_schema: dict[str, Any], name: str) -> tu
     return sink.getvalue().to_pybytes(), lo, hi
 
 
-def _carry_over_bytes(merged: _Merged, avro_schema: dict[str, Any], ctx: SliceReadContext, instant: str) -> bytes:
+def _carry_over_bytes(
+    merge: SliceMerge, decision: CarryOverDecision, avro_schema: dict[str, Any], instant: str
+) -> tuple[bytes, int]:
     schema_json = avro_schema_json(avro_schema)
     blocks: list[bytes] = []
-    if merged.carry_rows.num_rows:
-        rows = merged.carry_rows
+    records = 0
+    if len(decision.carry_data_idx):
+        rows = merge.data.take(pa.array(decision.carry_data_idx))
         blocks.append(encode_avro_data_block(rows, schema_json, instant))
-    d = merged.carry_deletes
-    if d.num_rows:
-        ordering = d["ordering_value"].combine_chunks()
+        records += rows.num_rows
+    if len(decision.carry_delete_winner_pos):
+        w = merge.winners.take(pa.array(decision.carry_delete_winner_pos))
+        entries = merge.deletes.take(w["idx"])
+        ordering = w["ord"].combine_chunks()
+        ct = w["ct_delete"].to_numpy(zero_copy_only=False)
+        # A commit-time delete is carried with a null ordering value: it still beats whatever came before it.
+        values = [None if c else v for c, v in zip(ct, ordering.to_pylist(), strict=True)]
         blocks.append(
             encode_delete_block(
-                list(zip(d[KEY].to_pylist(), d[_PARTITION].to_pylist(), strict=True)),
-                ordering.to_pylist(),
+                list(zip(entries[KEY].to_pylist(), entries[_PARTITION].to_pylist(), strict=True)),
+                values,
                 instant,
                 schema_json,
                 ordering_type=None if pa.types.is_null(ordering.type) else ordering.type,
             )
         )
-    return b"".join(blocks)
+        records += w.num_rows
+    return b"".join(blocks), records
 
 
-def _clean_stale_outputs(storage: TableStorage, task: MergeTask, keep: set[str]) -> None:
-    """Delete this group's base files named with ``C`` that a failed earlier attempt may have left."""
-    files, _ = storage.list_dir(task.partition_path)
-    for entry in files:
-        parsed = BaseFileName.parse(entry.name) if not entry.name.startswith(".") else None
-        if parsed and parsed.file_id == task.file_id and parsed.instant == task.instant and entry.name not in keep:
-            storage.delete_file(entry.path)
-
-
-def run_merge_task(task: MergeTask) -> dict[str, Any]:
-    """Run one plan operation and return its write-stat figures (a plain dict, sent back to the driver).
+def run_merge_task(task: MergeTask) -> MergeResult:
+    """Run one plan operation and return what it wrote.
 
     Raises:
         PlanValidationError: a file of the operation is missing, or the table has no schema.
@@ -321,19 +374,39 @@ def run_merge_task(task: MergeTask) -> dict[str, Any]:
     storage = TableStorage.from_uri(task.table_uri)
     op = task.operation
     partition = task.partition_path
+    token = base_file_token(task.index)
+    name = BaseFileName(task.file_id, token, task.instant, ".parquet").name
+    rel = _rel(partition, name)
+    carry_name = carry_over_name(task.file_id, task.instant, task.index)
+    record_ownership(
+        storage,
+        task.instant,
+        RUN,
+        f"task-{task.index}",
+        [OwnedFile(rel, BASE), OwnedFile(_rel(partition, carry_name), CARRY_OVER)],
+    )
     logs = tuple(_log_file(storage, partition, n) for n in op.get("deltaFilePaths") or [])
     data_file = op.get("dataFilePath")
     base_file = _base_file(storage, partition, str(data_file)) if data_file else None
     blocks, rollbacks = _check_blocks(storage, logs)
-    ctx, _config = _context(storage)
+    ctx = task.spec.context(None, storage=storage)
     if ctx.derives_keys:
         raise UnsupportedFeatureError(
             f"{storage.uri}: compaction needs the _hoodie_* meta fields (hoodie.populate.meta.fields=true)"
         )
-    avro = _avro_schema_with_meta(ctx)
+    if ctx.reader_avro_schema is None:
+        raise PlanValidationError(f"{storage.uri} has no schema (no commit carries one); nothing to compact")
+    avro = dict(ctx.reader_avro_schema)
     base = read_base_file(ctx, base_file) if base_file is not None else ctx.schema.empty_table()
+    queued = select_log_blocks(ctx, logs)
+    if any(q.block.is_partial for q in queued):
+        raise UnsupportedFeatureError(
+            f"file group {task.file_id}: partial-update log blocks are not compacted by this toolkit"
+        )
+    later = later_logs(storage, partition, task.file_id, task.instant)
     try:
-        merged = _merge(ctx, base, logs, task)
+        merge = merge_slice(ctx, base, queued)
+        decision = _decide(ctx, merge, task, later)
     except EvtError:
         raise
     except (pa.ArrowException, ValueError, KeyError) as exc:  # undecodable content that framing did not catch
@@ -341,56 +414,56 @@ def run_merge_task(task: MergeTask) -> dict[str, Any]:
     if task.fault_hook is not None:
         task.fault_hook(task, "merged")
 
-    token = base_file_token(task.index)
-    name = BaseFileName(task.file_id, token, task.instant, ".parquet").name
-    rel = _rel(partition, name)
-    payload, lo, hi = _parquet_bytes(merged.base_rows, avro, name)
-    carry_name = None
-    carry_size = 0
-    carry_records = 0
-    if merged.carry_rows.num_rows or merged.carry_deletes.num_rows:
-        carry_name = carry_over_name(task.file_id, task.instant, task.index)
-        carry_bytes = _carry_over_bytes(merged, avro, ctx, task.instant)
+    base_rows = pa.concat_tables(
+        [merge.base.filter(pa.array(decision.keep_base)), merge.data.take(pa.array(decision.base_log_idx))]
+    )
+    payload, lo, hi = _parquet_bytes(base_rows, avro, name)
+    carry_out: str | None = None
+    carry_size = carry_records = 0
+    if decision.carries:
+        carry_bytes, carry_records = _carry_over_bytes(merge, decision, avro, task.instant)
         storage.write_bytes_atomic(_rel(partition, carry_name), carry_bytes, overwrite=True)
-        carry_size = len(carry_bytes)
-        carry_records = merged.carry_rows.num_rows + merged.carry_deletes.num_rows
-    _clean_stale_outputs(storage, task, {name})
+        carry_out, carry_size = carry_name, len(carry_bytes)
     storage.write_bytes_atomic(rel, payload, overwrite=True)
     if task.fault_hook is not None:
         task.fault_hook(task, "written")
 
     min_et = max_et = None
-    cfg = load_table_config(storage)
-    fld = cfg.event_time_field
-    if fld and fld in merged.base_rows.column_names and merged.base_rows.num_rows:
-        ms = to_epoch_ms(merged.base_rows[fld], cfg.event_time_unit, field=fld)  # type: ignore[arg-type]
+    fld = task.event_time_field
+    if fld and fld in base_rows.column_names and base_rows.num_rows:
+        ms = to_epoch_ms(base_rows[fld], task.event_time_unit, field=fld)  # type: ignore[arg-type]
         mm = pc.min_max(ms)
         min_et, max_et = mm["min"].as_py(), mm["max"].as_py()
-    return {
-        "index": task.index,
-        "fileId": task.file_id,
-        "partitionPath": partition,
-        "path": rel,
-        "name": name,
-        "prevCommit": str(op.get("baseInstantTime") or "null") if base_file is not None else "null",
-        "numWrites": merged.base_rows.num_rows,
-        "numDeletes": merged.deleted,
-        "numUpdateWrites": merged.updated,
-        "numInserts": merged.base_rows.num_rows if base_file is None else 0,
-        "totalWriteBytes": len(payload),
-        "totalLogRecords": merged.log_records,
-        "totalLogFilesCompacted": len(logs),
-        "totalLogSizeCompacted": sum(lf.size for lf in logs),
-        "totalUpdatedRecordsCompacted": merged.updated,
-        "totalLogBlocks": blocks,
-        "totalRollbackBlocks": rollbacks,
-        "fileSizeInBytes": len(payload),
-        "minEventTime": min_et,
-        "maxEventTime": max_et,
-        "minRecordKey": lo,
-        "maxRecordKey": hi,
-        "carryOverLog": carry_name,
-        "carryOverSize": carry_size,
-        "carryOverRecords": carry_records,
-        "elapsedMs": int((time.monotonic() - started) * 1000),
-    }
+    kept_base = int(np.count_nonzero(decision.keep_base))
+    updated = base.num_rows - kept_base
+    return MergeResult(
+        index=task.index,
+        file_id=task.file_id,
+        partition_path=partition,
+        path=rel,
+        name=name,
+        prev_commit=str(op.get("baseInstantTime") or "null") if base_file is not None else "null",
+        num_writes=base_rows.num_rows,
+        num_deletes=merge.deletes.num_rows,
+        num_update_writes=updated,
+        num_inserts=base_rows.num_rows if base_file is None else 0,
+        total_write_bytes=len(payload),
+        total_log_records=merge.data.num_rows + merge.deletes.num_rows,
+        total_log_files_compacted=len(logs),
+        total_log_size_compacted=sum(lf.size for lf in logs),
+        total_log_blocks=blocks,
+        total_rollback_blocks=rollbacks,
+        min_event_time=min_et,
+        max_event_time=max_et,
+        min_record_key=lo,
+        max_record_key=hi,
+        carry_over_log=carry_out,
+        carry_over_size=carry_size,
+        carry_over_records=carry_records,
+        tombstones=decision.tombstones,
+        kept=decision.kept,
+        split=decision.split,
+        later_logs=tuple((lf.name, lf.size) for lf in later),
+        ct_sensitive_keys=decision.ct_sensitive_keys,
+        elapsed_ms=int((time.monotonic() - started) * 1000),
+    )

@@ -2,27 +2,22 @@
 
 Order of events, and why:
 
+0. :func:`~evt_toolkit.table.guards.require_writable`: a table version or metadata table the toolkit does not write
+   is refused before anything is written.
 1. :func:`~evt_toolkit.compaction.trigger.check_can_schedule` — Hudi's guard: no write inflight before ``C``, no
    completed write or pending compaction at or after it.
 2. The serial rule for event-time strategies: no compaction or clustering may be pending, or "every event ≤ T is
    compacted" breaks (:class:`~evt_toolkit.errors.PendingTableServiceError` names the pending instants).
 3. :func:`~evt_toolkit.compaction.event_times.slice_infos`, the strategy's selection (prefix rule), ``build_plan``.
    An empty plan writes nothing and returns ``None``, as Hudi does.
-4. With ``link_timing="schedule"`` the links are created *before* the plan file: stock writers then find versions
-   ``1..k`` of slice ``C`` taken and append after them, and a stock executor of our plan still yields a correct
-   slice. A crash between links and plan leaves orphan copies that a re-run with the same instant accepts.
+4. With ``link_timing="schedule"`` the links are recorded as the plan's own (an ownership record in
+   ``.hoodie/.temp/C/``) and created *before* the plan file: stock writers then find versions ``1..k`` of slice
+   ``C`` taken and append after them, and a stock executor of our plan still yields a correct slice. A crash between
+   links and plan leaves recorded copies that a re-run with the same instant accepts.
 5. ``C.compaction.requested`` (Avro, extended schema) is written atomically, and only then does the plan exist.
 
-**Carry-over slot.** Version 1 of slice ``C`` is kept free (links start at 2) for a *carry-over* log the executor
-may write at the head of the new slice (:mod:`evt_toolkit.compaction.merge_task`):
-
-* ``exact_split=True`` (RFC follow-up): records with event time > T coming from compacted logs go there instead of
-  the base file, so the RO view holds only events ≤ T; every operation gets the slot.
-* ``EVENT_TIME_ORDERING`` tables with an ordering field, for operations with leftovers: a delete that won in the
-  compacted prefix must keep its ordering value, or a leftover record with a *smaller* ordering value (a late
-  update written before the delete's log was compacted) would resurface after compaction. Hudi's compaction drops
-  tombstones; with leftovers replayed on top of the new base that would change the snapshot, so the executor
-  keeps such tombstones in the carry-over log.
+The executor's own output at the head of a new slice, the carry-over log, takes version 0, which no writer
+produces, so no version needs reserving for it (:mod:`evt_toolkit.compaction.merge_task`).
 
 Example:
     >>> import evt_toolkit as evt
@@ -46,7 +41,6 @@ from evt_toolkit.compaction.model import LogFileInfo, OperationSelection, SliceI
 from evt_toolkit.compaction.plan import (
     LINK_MODES,
     LINK_TIMINGS,
-    allocate_link_names,
     build_plan,
     encode_plan,
 )
@@ -59,16 +53,16 @@ from evt_toolkit.compaction.trigger import check_can_schedule
 from evt_toolkit.errors import EvtError, PendingTableServiceError, PlanValidationError
 from evt_toolkit.faults import fault_point
 from evt_toolkit.format.names import REQUESTED, InstantFileName
-from evt_toolkit.read.merge import EVENT_TIME
+from evt_toolkit.format.ownership import LINK, SCHEDULE, OwnedFile
+from evt_toolkit.storage.ownership import record_ownership
+from evt_toolkit.table.guards import require_writable
 from evt_toolkit.table.timeline import COMPACTION
 from evt_toolkit.write.instants import new_instant_time
-from evt_toolkit.write.plan import CARRY_OVER_KEY
 
 if TYPE_CHECKING:
     from evt_toolkit.table.table import Table
 
 __all__ = [
-    "EXTRA_CARRY_OVER",
     "EXTRA_EXACT_SPLIT",
     "EXTRA_REMAINING_PREFIX",
     "ScheduledCompaction",
@@ -76,8 +70,6 @@ __all__ = [
     "schedule_compaction",
 ]
 
-#: ``extraMetadata`` key: ``"true"`` when the plan keeps version 1 of the new slices for a carry-over log.
-EXTRA_CARRY_OVER = CARRY_OVER_KEY
 #: ``extraMetadata`` key: ``"true"`` when records with event time > T stay out of the new base files.
 EXTRA_EXACT_SPLIT = "evt.compaction.exact_split"
 #: Prefix of the RFC's remaining-log figures (plan ``extraMetadata``, copied into ``C.commit``).
@@ -191,6 +183,7 @@ def schedule_compaction(
     if exact_split and not strategy.event_time_aware:
         raise PlanValidationError(f"exact_split needs an event-time strategy (a threshold T), got {strategy!r}")
     table.refresh()
+    require_writable(table, "schedule a compaction")
     timeline = table.timeline
     c = instant or new_instant_time((i.time for i in timeline.instants), table.config.timezone)
     check_can_schedule(timeline, c)
@@ -219,28 +212,20 @@ def schedule_compaction(
     if plan is None:
         return None
 
-    tombstones_need_slot = table.config.merge_mode == EVENT_TIME and table.config.ordering_field is not None
-    by_group = {(s.slice.partition_path, s.slice.file_id): s for s in selections if s.to_compact}
-    slot_used = False
     links: list[PartitionLink] = []
     for op in plan["operations"]:
         partition = op.get("partitionPath") or ""
-        sel = by_group[(partition, op["fileId"])]
-        if sel.to_remain and (exact_split or tombstones_need_slot):
-            # Version 1 stays free for the carry-over log; leftovers replay after it, at 2..k+1.
-            shifted = allocate_link_names(op["fileId"], c, sel.to_remain, first_version=2)
-            op["symlinkOperations"] = [x.to_avro() for x in shifted]
-            slot_used = True
         for x in op.get("symlinkOperations") or []:
             links.append(PartitionLink(partition, str(x["symlink"]), str(x["target"])))
     extra = plan["extraMetadata"]
     extra[EXTRA_EXACT_SPLIT] = "true" if exact_split else "false"
-    extra[EXTRA_CARRY_OVER] = "true" if (slot_used or exact_split) else "false"
     extra.update(_remaining_figures(slices, selections))
     data = encode_plan(plan)
 
     if link_timing == "schedule":
-        create_links(table.storage, links, link_mode)
+        if links:
+            record_ownership(table.storage, c, SCHEDULE, "links", [OwnedFile(x.symlink_path, LINK) for x in links])
+            create_links(table.storage, links, link_mode)
         fault_point("schedule.after_links")
     fault_point("schedule.before_plan")
     table.storage.write_bytes_atomic(plan_file(table, c), data)

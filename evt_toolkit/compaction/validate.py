@@ -1,29 +1,21 @@
-"""Checking a compaction plan against storage, and taking back a plan that has not run.
+"""Checking a compaction plan against storage.
 
 :func:`validate_compaction` answers "can this plan run, and are its links sound?" without writing anything:
 the plan decodes with the stock schema, its files exist, the compacted logs are a prefix of the slice's replay
 order with the leftovers after them, and every link stands for its target (``copy``: equal bytes; ``symlink``:
 resolves to the target).
 
-:func:`unschedule_compaction` removes a plan that wrote nothing into its new slices: it deletes the links, the
-executor's own hidden outputs (base files and carry-over logs named with ``C``), then ``C.compaction.inflight`` and
-``C.compaction.requested`` — the plan file last, so that a crash half-way leaves a plan that can still be run or
-unscheduled again. It refuses once ``C`` completed or a writer put a log into a new slice (that log's data would be
-orphaned).
+Taking a plan back is :mod:`evt_toolkit.services.unschedule`.
 
 Example:
     >>> validate_compaction(t, c.instant).ok  # doctest: +SKIP
     True
-    >>> unschedule_compaction(t, c.instant).files_to_delete  # doctest: +SKIP
-    ('.hoodie/20250102000000000.compaction.requested', ...)
 """
 
 from __future__ import annotations
 
 import io
 import json
-import os
-import posixpath
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -31,22 +23,20 @@ import fastavro
 
 from evt_toolkit.compaction.executor import (
     _find_instant,
-    old_slice_logs,
     plan_links_with_partition,
     validate_plan_files,
 )
 from evt_toolkit.compaction.links import check_link
-from evt_toolkit.compaction.merge_task import base_file_token
 from evt_toolkit.compaction.plan import EXTRA_LINK_MODE, EXTRA_LINK_TIMING
 from evt_toolkit.compaction.schedule import plan_file
 from evt_toolkit.errors import EvtError
 from evt_toolkit.format.metadata import load_schema, read_avro_container
-from evt_toolkit.format.names import INFLIGHT, REQUESTED, BaseFileName, LogFileName
+from evt_toolkit.format.names import LogFileName
 
 if TYPE_CHECKING:
     from evt_toolkit.table.table import Table
 
-__all__ = ["UnscheduleReport", "ValidationReport", "unschedule_compaction", "validate_compaction"]
+__all__ = ["ValidationReport", "validate_compaction"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,23 +46,6 @@ class ValidationReport:
     ok: bool
     problems: tuple[str, ...]
     checked: int
-
-
-@dataclass(frozen=True, slots=True)
-class UnscheduleReport:
-    """Result of :func:`unschedule_compaction`.
-
-    Attributes:
-        instant: the compaction instant.
-        files_to_delete: paths relative to the base path, in deletion order.
-        deleted: whether they were deleted (``False`` for a dry run or a refusal).
-        refused_reason: why the plan cannot be taken back, else ``None``.
-    """
-
-    instant: str
-    files_to_delete: tuple[str, ...]
-    deleted: bool
-    refused_reason: str | None
 
 
 def _stock_schema_problem(data: bytes, path: str) -> str | None:
@@ -142,70 +115,3 @@ def validate_compaction(table: Table, instant: str) -> ValidationReport:
         if not res.ok and res.problem:
             problems.append(res.problem)
     return ValidationReport(not problems, tuple(problems), checked)
-
-
-def unschedule_compaction(table: Table, instant: str, *, dry_run: bool = True) -> UnscheduleReport:
-    """Take back a pending compaction that wrote nothing into its new slices (dry run by default).
-
-    Deletes, in order: the links, the executor's hidden outputs named with ``C`` (base files; carry-over logs at
-    version 1 with the executor's token), ``C.compaction.inflight``, ``C.compaction.requested``.
-    """
-    table.refresh()
-    try:
-        inst = _find_instant(table, instant)
-    except EvtError as exc:
-        return UnscheduleReport(instant, (), False, str(exc))
-    if inst.is_completed:
-        return UnscheduleReport(instant, (), False, f"compaction {instant} has completed; roll it back instead")
-    try:
-        plan = table.timeline.compaction_plan(inst)
-    except EvtError as exc:
-        return UnscheduleReport(instant, (), False, f"cannot read the plan: {exc}")
-    storage = table.storage
-    links = plan_links_with_partition(plan)
-    link_paths = {link.symlink_path for link in links}
-    files: list[str] = [p for p in sorted(link_paths) if storage.exists(p) or _is_link(table, p)]
-    outputs: list[str] = []
-    for i, op in enumerate(plan.get("operations") or []):
-        partition = str(op.get("partitionPath") or "")
-        fid = str(op["fileId"])
-        ours = f".{fid}_{instant}.log.1_{base_file_token(i)}"
-        for name in old_slice_logs(table, partition, fid, instant):
-            path = posixpath.join(partition, name) if partition else name
-            if path in link_paths:
-                continue
-            if name == ours:
-                outputs.append(path)
-                continue
-            parsed = LogFileName.parse(name)
-            version = parsed.version if parsed else "?"
-            return UnscheduleReport(
-                instant,
-                (),
-                False,
-                f"a writer already put log {storage.full_path(path)} (version {version}) into the new slice of "
-                f"{fid}; unscheduling would orphan its data",
-            )
-        entries, _ = storage.list_dir(partition)
-        for e in entries:
-            parsed_base = BaseFileName.parse(e.name) if not e.name.startswith(".") else None
-            if parsed_base and parsed_base.file_id == fid and parsed_base.instant == instant:
-                outputs.append(e.path)
-    files.extend(outputs)
-    for state in (INFLIGHT, REQUESTED):
-        rel = plan_file(table, instant, state)
-        if storage.exists(rel):
-            files.append(rel)
-    if dry_run:
-        return UnscheduleReport(instant, tuple(files), False, None)
-    for rel in files:
-        if _is_link(table, rel):
-            os.unlink(storage.full_path(rel))
-        else:
-            storage.delete_file(rel)
-    table.refresh()
-    return UnscheduleReport(instant, tuple(files), True, None)
-
-
-def _is_link(table: Table, rel: str) -> bool:
-    return table.storage.is_local and os.path.islink(table.storage.full_path(rel))

@@ -38,12 +38,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from evt_toolkit.api import HudiTable
 from evt_toolkit.demo import flights as fl
 from evt_toolkit.demo import synthetic as syn
 from evt_toolkit.demo.batch import KNOWN_AT, Batch
 from evt_toolkit.errors import EvtError
 from evt_toolkit.storage.fs import TableStorage
-from evt_toolkit.api import HudiTable
 
 #: Where a build records its parameters and state, relative to the table's base path.
 BUILD_RECORD: Final = ".hoodie/.aux/evt_demo_build.json"

@@ -29,8 +29,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from evt_toolkit.errors import (
-    EvtError,
-    ReadError,
     StorageError,
     TimelineError,
     UnsupportedFeatureError,
@@ -38,7 +36,7 @@ from evt_toolkit.errors import (
 )
 from evt_toolkit.faults import fault_point
 from evt_toolkit.format.metadata import encode_avro_container, load_schema
-from evt_toolkit.format.names import COMPLETED, INFLIGHT, REQUESTED, BaseFileName, InstantFileName, LogFileName
+from evt_toolkit.format.names import COMPLETED, INFLIGHT, REQUESTED, InstantFileName
 from evt_toolkit.services.clean_planner import (
     DEFAULT_COMMITS_RETAINED,
     DEFAULT_FILE_VERSIONS_RETAINED,
@@ -49,7 +47,7 @@ from evt_toolkit.services.clean_planner import (
     plan_clean,
 )
 from evt_toolkit.services.links import Link, LinkGraph, links_from_commit, links_from_plan
-from evt_toolkit.table.fs_view import FileGroup, FileSystemView, list_table_files
+from evt_toolkit.table.fs_view import list_table_files
 from evt_toolkit.table.timeline import (
     CLEAN,
     COMMIT,
@@ -57,7 +55,6 @@ from evt_toolkit.table.timeline import (
     LOG_COMPACTION,
     SAVEPOINT,
     WRITE_ACTIONS,
-    Timeline,
 )
 from evt_toolkit.write.instants import new_instant_time
 

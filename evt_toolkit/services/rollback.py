@@ -9,7 +9,15 @@ Order of events (``BaseRollbackActionExecutor`` on a v6 table, ``hudi-format.md`
 4. the requests run: files deleted, rollback command blocks written into new log versions (token ``1-0-1``);
 5. the rolled-back instant leaves the timeline: a deltacommit's ``inflight`` then ``requested`` files are deleted; an
    inflight compaction loses only ``C.compaction.inflight``, so its plan is requested again and can run again;
-6. ``R.rollback`` — ``HoodieRollbackMetadata`` (Avro); then the instant's marker folder is dropped.
+6. ``R.rollback`` — ``HoodieRollbackMetadata`` (Avro); then the instant's markers and ownership records are dropped
+   (a compaction keeps its plan's records).
+
+**What gets deleted is known from records, never from names.** Each file the toolkit creates is recorded before it
+is created (:mod:`evt_toolkit.storage.ownership`): a failed deltacommit loses exactly the files its tasks recorded
+(or, for a table written by stock Hudi, the files its markers and write stats name); a failed compaction run loses
+exactly its recorded outputs — new base files, carry-over logs, execute-time links — while the links made at schedule
+time, which belong to the plan, stay. A log file whose blocks are not all the failed instant's is never deleted: it
+gets a rollback command block instead.
 
 Every step can be repeated: a rollback left pending by a crash is resumed from its plan by the next call for the same
 instant (deleting a missing file is a no-op, and a command block already written by this rollback is not written
@@ -29,6 +37,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import posixpath
 import time
@@ -36,15 +45,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from evt_toolkit.compaction.merge_task import carry_over_name
-from evt_toolkit.errors import EvtError, LogFormatError, StorageError, UnsupportedTableError
+from evt_toolkit.errors import EvtError, LogFormatError, StorageError
 from evt_toolkit.faults import fault_point
 from evt_toolkit.format.log_writer import encode_rollback_command_block
 from evt_toolkit.format.logfile import BlockType, scan_log_blocks
 from evt_toolkit.format.metadata import encode_avro_container, load_schema
 from evt_toolkit.format.names import COMPLETED, INFLIGHT, REQUESTED, BaseFileName, InstantFileName, LogFileName
-from evt_toolkit.services.clean import delete_files, hadoop_path, relative_path, table_links
-from evt_toolkit.services.links import LINK_TIMING_KEY
+from evt_toolkit.format.ownership import LOG, RUN, WRITE
+from evt_toolkit.services.clean import delete_files, hadoop_path, relative_path
 from evt_toolkit.services.rollback_planner import (
     BaseFacts,
     LogFacts,
@@ -54,7 +62,9 @@ from evt_toolkit.services.rollback_planner import (
     plan_compaction_rollback,
     plan_deltacommit_rollback,
 )
+from evt_toolkit.storage.ownership import drop_ownership, owned_files
 from evt_toolkit.table.fs_view import Listing, list_table_files
+from evt_toolkit.table.guards import require_writable
 from evt_toolkit.table.timeline import COMPACTION, DELTA_COMMIT, ROLLBACK, WRITE_ACTIONS, Instant
 from evt_toolkit.write.instants import new_instant_time
 
@@ -159,36 +169,40 @@ def _slice_logs(listing: Listing, partition: str, file_id: str, base_instant: st
     ]
 
 
-def _deltacommit_candidates(table: Table, inst: Instant, listing: Listing) -> tuple[set[str], set[str]]:
-    """Log and base files that may hold what ``inst`` wrote: markers, write stats or workload profile, listing."""
+def _deltacommit_candidates(table: Table, inst: Instant, listing: Listing) -> tuple[set[str], set[str], set[str]]:
+    """``(recorded logs, other logs that may hold the instant's blocks, base files)`` of deltacommit ``inst``.
+
+    *Recorded* means the instant itself named the file before writing it: the toolkit's ownership records, or the
+    write stats of a completed commit. Such a file whose blocks are all the instant's may be deleted. Logs found
+    otherwise — through Hudi's APPEND markers, which name a file group's slice and not the file (tables written by
+    stock Hudi, or a log shared on storage with append) — only ever get a rollback command block, never a delete,
+    unless the instant created their whole file group (its slice is named with the instant).
+    """
     target = inst.time
-    logs: set[str] = set()
+    recorded: set[str] = set()
+    others: set[str] = set()
     bases: set[str] = set()
+    for path, owned in owned_files(table.storage, target, [WRITE]).items():
+        (recorded if owned.role == LOG else bases).add(path)
     for partition, marked, kind in _markers(table.storage, target):
         parsed = BaseFileName.parse(marked)
         if parsed is None:
             continue
         if kind == "APPEND":
             # HoodieAppendHandle names the marker after a phony base file carrying the slice's base instant.
-            logs.update(_slice_logs(listing, partition, parsed.file_id, parsed.instant))
+            others.update(_slice_logs(listing, partition, parsed.file_id, parsed.instant))
         else:
             bases.add(posixpath.join(partition, marked) if partition else marked)
     try:
         meta = table.timeline.commit_metadata(inst)
     except EvtError:
         meta = {}
-    for partition, stats in (meta.get("partitionToWriteStats") or {}).items():
+    for stats in (meta.get("partitionToWriteStats") or {}).values():
         for st in stats or []:
             path = st.get("path")
             if path:
-                (logs if LogFileName.parse(posixpath.basename(str(path))) else bases).add(str(path))
-            fid = st.get("fileId")
-            if fid:
-                logs.update(_slice_logs(listing, str(partition or ""), str(fid), None))
-    # Listing: anything named with the instant (new file groups' logs, base files).
-    logs.update(lf.path for _, lf in listing.log_files if lf.instant == target)
-    bases.update(b.path for b in listing.base_files if b.instant == target)
-    return logs, bases
+                (recorded if LogFileName.parse(posixpath.basename(str(path))) else bases).add(str(path))
+    return recorded, others - recorded, bases
 
 
 # -- the plan as Avro --------------------------------------------------------------------------------------------------
@@ -361,10 +375,10 @@ def _execute(
         _timeline_file(table, rollback_instant, ROLLBACK, COMPLETED),
         encode_avro_container(meta, load_schema("HoodieRollbackMetadata")),
     )
-    if action == DELTA_COMMIT:
-        # WriteMarkers.quietDeleteMarkerDir: the markers only served to find the instant's files.
-        with contextlib.suppress(OSError, EvtError):
-            storage.fs.delete_dir(storage.full_path(posixpath.join(MARKER_FOLDER, target)))
+    # WriteMarkers.quietDeleteMarkerDir: the markers and records only served to find the instant's files. A
+    # compaction keeps its plan's records (schedule-time links) and loses those of the run that was undone.
+    with contextlib.suppress(EvtError):
+        drop_ownership(storage, target, [RUN] if action == COMPACTION else None)
     table.refresh()
     return RollbackResult(
         instant=rollback_instant,
@@ -447,44 +461,38 @@ def _resume(table: Table, instant: str) -> RollbackResult | None:
 
 
 def _compaction_requests(table: Table, inst: Instant, listing: Listing) -> list[RollbackRequest]:
+    """Undo what the run of compaction ``C`` created: exactly its recorded outputs (new base files, carry-over logs,
+    execute-time links). Links made at schedule time belong to the plan, which stays requested, and stay too.
+
+    A run recorded nothing only if it was made by an older tool: then the base files named with ``C`` go (Hudi names
+    a base file after the instant that wrote it), and no log file is touched.
+    """
     plan = table.timeline.compaction_plan(inst)
     ops = list(plan.get("operations") or [])
     c = inst.time
+    storage = table.storage
+    owned = owned_files(storage, c, [RUN])
+    found: list[str] = [p for p in owned if storage.exists(p) or _is_link(storage, p)]
+    if not owned:
+        found = [b.path for b in listing.base_files if b.instant == c]
     outputs: dict[tuple[str, str], list[str]] = {}
-    for i, op in enumerate(ops):
-        key = (str(op.get("partitionPath") or ""), str(op["fileId"]))
-        found = [
-            b.path
-            for b in listing.base_files
-            if b.instant == c and b.file_id == key[1] and _partition_of(b.path) == key[0]
-        ]
-        carry = carry_over_name(key[1], c, i)
-        carry_rel = posixpath.join(key[0], carry) if key[0] else carry
-        if table.storage.exists(carry_rel):
-            found.append(carry_rel)
-        outputs[key] = found
-    links: dict[tuple[str, str], list[str]] = {}
-    if (plan.get("extraMetadata") or {}).get(LINK_TIMING_KEY) == "execute":
-        for link in (x for x in table_links(table) if x.compaction_instant == c):
-            path = link.symlink_path
-            if table.storage.exists(path) or _is_link(table.storage, path):
-                links.setdefault((link.partition_path, _file_id_of(link.symlink)), []).append(path)
-    return plan_compaction_rollback(c, ops, outputs, links)
+    for path in found:
+        name = posixpath.basename(path)
+        parsed_log = LogFileName.parse(name)
+        parsed_base = BaseFileName.parse(name)
+        fid = parsed_log.file_id if parsed_log else parsed_base.file_id if parsed_base else ""
+        outputs.setdefault((_partition_of(path), fid), []).append(path)
+    return plan_compaction_rollback(c, ops, outputs, {})
 
 
 def _is_link(storage: TableStorage, rel: str) -> bool:
     return storage.is_local and os.path.islink(storage.full_path(rel))
 
 
-def _file_id_of(name: str) -> str:
-    parsed = LogFileName.parse(name)
-    return parsed.file_id if parsed is not None else ""
-
-
 def _deltacommit_requests(table: Table, inst: Instant, listing: Listing) -> list[RollbackRequest]:
-    logs, bases = _deltacommit_candidates(table, inst, listing)
+    recorded, others, bases = _deltacommit_candidates(table, inst, listing)
     facts: list[LogFacts] = []
-    for rel in sorted(logs):
+    for rel in sorted(recorded | others):
         try:
             f = _log_facts(table.storage, rel)
         except LogFormatError as exc:
@@ -492,7 +500,8 @@ def _deltacommit_requests(table: Table, inst: Instant, listing: Listing) -> list
                 f"cannot tell what {inst.time} wrote into {table.storage.full_path(rel)}: {exc}"
             ) from exc
         if f is not None:
-            facts.append(f)
+            deletable = rel in recorded or f.base_instant == inst.time
+            facts.append(dataclasses.replace(f, deletable=deletable))
     base_facts = []
     for rel in sorted(bases):
         parsed = BaseFileName.parse(posixpath.basename(rel))
@@ -514,15 +523,14 @@ def rollback(table: Table, instant: str) -> RollbackResult:
     Raises:
         RollbackError: the instant is unknown, a completed instant something later depends on, a completed
             compaction, a compaction that has not started, or another action.
-        UnsupportedTableError: not a version-6 table.
+        UnsupportedTableError: a table this toolkit does not write (version, type, metadata table).
 
     Example:
         >>> rollback(t, failed_instant).timeline_files_removed  # doctest: +SKIP
         ('.hoodie/20250101000000000.deltacommit.inflight', '.hoodie/20250101000000000.deltacommit.requested')
     """
-    if table.config.timeline_layout != 1:
-        raise UnsupportedTableError(f"{table.storage.uri}: rollback writes table version 6 (timeline layout 1) only")
     table.refresh()
+    require_writable(table, f"roll back {instant}")
     resumed = _resume(table, instant)
     if resumed is not None:
         return resumed

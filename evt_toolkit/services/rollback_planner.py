@@ -5,8 +5,8 @@ fallback) on a v6 Merge-On-Read table (``hudi-format.md`` §5, §6, §10):
 
 * **A failed deltacommit.** Each log file that holds blocks of the failed instant is looked at:
 
-  - only the failed instant wrote into it (every deltacommit of this toolkit writes new files, and a new file group
-    is all the failed instant's): the file is deleted;
+  - only the failed instant wrote into it, and the instant recorded the file before writing it (every deltacommit of
+    this toolkit records and writes new files; a new file group is all the failed instant's): the file is deleted;
   - other instants wrote into it too (storage with append, such as HDFS, where writers share a log): it stays, and
     the rollback writes a ``COMMAND_BLOCK`` (``ROLLBACK_BLOCK``, ``TARGET_INSTANT_TIME`` = the failed instant)
     into a *new* log version of that slice with token ``1-0-1`` (``HoodieLogFormatWriter`` rolls over on storage
@@ -64,6 +64,9 @@ class LogFacts:
         block_instants: ``INSTANT_TIME`` of every block, in file order (for command blocks: the rollback that
             wrote them). Corrupt blocks have no instant and are left out.
         corrupt_blocks: blocks the reader classified as corrupt (torn writes).
+        deletable: the instant being rolled back recorded this file before writing it (or created its whole file
+            group), so the file may be deleted when all its blocks are that instant's; otherwise it only ever gets a
+            rollback command block.
     """
 
     partition_path: str
@@ -74,6 +77,7 @@ class LogFacts:
     size: int
     block_instants: tuple[str, ...]
     corrupt_blocks: int = 0
+    deletable: bool = True
 
     def holds(self, instant: str) -> bool:
         """Whether a block of ``instant`` is in the file."""
@@ -148,7 +152,7 @@ def plan_deltacommit_rollback(
     shared: dict[tuple[str, str, str], list[tuple[str, int]]] = {}
     for lf in logs:
         key = (lf.partition_path, lf.file_id, lf.base_instant)
-        if lf.holds(target) and lf.only(target):
+        if lf.holds(target) and lf.only(target) and lf.deletable:
             deletes.setdefault(key, []).append(lf.path)
         elif lf.holds(target):
             shared.setdefault(key, []).append((lf.path, lf.size))

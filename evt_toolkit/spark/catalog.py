@@ -230,9 +230,7 @@ def _quoted(qualified: str) -> str:
     return ".".join(f"`{part}`" for part in qualified.split("."))
 
 
-def sync_catalog(
-    spark: SparkSession, table: Table, name: str | None = None, database: str = "default"
-) -> CatalogSync:
+def sync_catalog(spark: SparkSession, table: Table, name: str | None = None, database: str = "default") -> CatalogSync:
     """Register (or refresh) the views ``<name>_ro`` and ``<name>_rt`` with the RO freshness as table properties.
 
     Re-running it updates the properties and picks up schema changes. An existing view of that name that was

@@ -144,3 +144,14 @@ class TableStorage:
 
     def makedirs(self, rel: str) -> None:
         self.fs.create_dir(self.full_path(rel), recursive=True)
+
+    def delete_dir(self, rel: str) -> None:
+        """Delete a folder and everything under it; a missing folder is fine."""
+        full = self.full_path(rel)
+        try:
+            if self.fs.get_file_info(full).type == pafs.FileType.Directory:
+                self.fs.delete_dir(full)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise StorageError(f"cannot delete {full}: {exc}") from exc

@@ -111,11 +111,7 @@ class Inspect:
     ) -> None:
         t = self._table
         inst = blk.instant_time
-        committed = (
-            None
-            if inst is None
-            else t.timeline.is_visible(inst)
-        )
+        committed = None if inst is None else t.timeline.is_visible(inst)
         header = [(_header_name(k), v) for k, v in blk.header.items()]
         values: dict[str, object] = {
             "partition_path": partition,

@@ -120,4 +120,3 @@ class Table:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.config.name!r}, {self.config.table_type}, v{self.config.version}, path={self.path!r})"
-

@@ -52,11 +52,12 @@ from evt_toolkit.table.inspect import schema_summary
 from evt_toolkit.table.timeline import COMPACTION, LOG_COMPACTION
 
 if TYPE_CHECKING:
+    from evt_toolkit.api import HudiTable
     from evt_toolkit.compaction.executor import CompactionResult, ProgressEvent
     from evt_toolkit.compaction.freshness import Freshness
     from evt_toolkit.compaction.schedule import ScheduledCompaction
-    from evt_toolkit.compaction.validate import UnscheduleReport, ValidationReport
-    from evt_toolkit.api import HudiTable
+    from evt_toolkit.compaction.validate import ValidationReport
+    from evt_toolkit.services.unschedule import UnscheduleReport
 
 __all__ = [
     "HEATMAP_SLICE_THRESHOLD",

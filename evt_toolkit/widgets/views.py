@@ -41,10 +41,10 @@ from evt_toolkit.widgets.models import (
 )
 
 if TYPE_CHECKING:
+    from evt_toolkit.api import HudiTable
     from evt_toolkit.compaction.executor import ProgressEvent
     from evt_toolkit.compaction.model import SliceInfo
     from evt_toolkit.compaction.strategy import CompactionStrategy
-    from evt_toolkit.api import HudiTable
 
 __all__ = [
     "CompactionRunner",

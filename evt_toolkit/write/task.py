@@ -24,8 +24,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from evt_toolkit.errors import EvtError, SchemaMismatchError, StorageError, WriteError
-from evt_toolkit.format.eventtime import EpochUnit, event_time_stats
 from evt_toolkit.faults import fault_point
+from evt_toolkit.format.eventtime import EpochUnit, event_time_stats
 from evt_toolkit.format.log_writer import (
     META_FIELDS,
     encode_avro_data_block,
@@ -34,8 +34,10 @@ from evt_toolkit.format.log_writer import (
 )
 from evt_toolkit.format.metadata import write_stat
 from evt_toolkit.format.names import BaseFileName, LogFileName, new_write_token
+from evt_toolkit.format.ownership import LOG, WRITE, OwnedFile
 from evt_toolkit.format.properties import dump_properties
 from evt_toolkit.storage.fs import TableStorage
+from evt_toolkit.storage.ownership import record_ownership
 from evt_toolkit.write.bucket import bucket_ids
 from evt_toolkit.write.plan import FileGroupWrite, WriteJobSpec
 
@@ -624,6 +626,8 @@ def write_file_group(
                 f"instant {spec.instant}: log file {storage.full_path(rel)} already exists; not overwriting"
             )
 
+    # Recorded before they exist: a rollback deletes exactly these files of the instant, whatever their names.
+    record_ownership(storage, spec.instant, WRITE, token, [OwnedFile(rel, LOG) for rel in rels])
     ensure_partition_metafile(storage, fg.partition_path, spec.instant, _partition_depth(spec))
     storage.write_bytes_atomic(
         marker_path(spec.instant, fg.partition_path, fg.file_id, token, fg.base_instant), b"", overwrite=True

@@ -36,6 +36,9 @@ from evt_toolkit.faults import fault_point
 from evt_toolkit.format.log_writer import META_FIELDS, arrow_to_avro_schema, avro_schema_json, with_meta_fields
 from evt_toolkit.format.metadata import encode_commit_metadata_json, write_stat
 from evt_toolkit.format.names import COMPLETED, INFLIGHT, REQUESTED, InstantFileName
+from evt_toolkit.format.ownership import WRITE
+from evt_toolkit.storage.ownership import drop_ownership, owned_files
+from evt_toolkit.table.guards import require_writable
 from evt_toolkit.table.schema import latest_avro_schema
 from evt_toolkit.write.instants import new_instant_time
 from evt_toolkit.write.plan import (
@@ -92,14 +95,9 @@ def _to_arrow(data: Any) -> pa.Table:
 
 
 def _check_writable(table: Table) -> None:
+    require_writable(table, "write")
     cfg = table.config
     where = table.storage.uri
-    if cfg.table_type != "MERGE_ON_READ":
-        raise UnsupportedTableError(f"{where}: only MERGE_ON_READ tables can be written, not {cfg.table_type}")
-    if cfg.version != 6 or cfg.timeline_layout != 1:
-        raise UnsupportedTableError(
-            f"{where}: only table version 6 (timeline layout 1) can be written, this table is version {cfg.version}"
-        )
     if not cfg.populate_meta_fields:
         raise UnsupportedTableError(f"{where}: tables without meta fields (hoodie.populate.meta.fields=false)")
     if not cfg.record_key_fields:
@@ -408,11 +406,17 @@ def write(
         "extraMetadata": {"schema": schema_text} if schema_text else {},
         "operationType": operation_type,
     }
+    # HoodieTable.reconcileAgainstMarkers: files a failed task attempt created, which no write stat lists, would be
+    # read as part of the committed instant; they go before it completes.
+    written = {str(st["path"]) for stats in results for st in stats}
+    for path in owned_files(storage, instant, [WRITE]):
+        if path not in written:
+            storage.delete_file(path)
     fault_point("write.before_complete")
     storage.write_bytes_atomic(_instant_file(table, instant, COMPLETED), encode_commit_metadata_json(metadata))
     fault_point("write.after_complete")
     # Hudi deletes the instant's marker folder once the commit is complete (WriteMarkers.quietDeleteMarkerDir).
-    with contextlib.suppress(OSError, EvtError):
-        storage.fs.delete_dir(storage.full_path(posixpath.join(".hoodie/.temp", instant)))
+    with contextlib.suppress(EvtError):
+        drop_ownership(storage, instant)
     table.refresh()
     return instant

@@ -15,13 +15,14 @@ import evt_toolkit as evt
 from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
 from evt_toolkit.compaction.executor import CompactionExecutionError, ProgressEvent, run_compaction
 from evt_toolkit.compaction.schedule import schedule_compaction
-from evt_toolkit.compaction.validate import unschedule_compaction, validate_compaction
+from evt_toolkit.compaction.validate import validate_compaction
 from evt_toolkit.errors import (
     LogFormatError,
     MetadataDecodeError,
     PendingTableServiceError,
     PlanValidationError,
 )
+from evt_toolkit.services.unschedule import unschedule_compaction
 from tests.compaction.helpers import (
     BASE,
     create,
@@ -160,8 +161,12 @@ def test_exact_split_ro_holds_only_events_up_to_t(tmp_path: Path) -> None:
         before = snapshot(t)
         c = schedule_compaction(t, _strategy(), exact_split=True)
         assert c is not None and c.exact_split
-        assert all(int(x.symlink.split(".log.")[1].split("_")[0]) >= 2 for x in c.links)
-        run_compaction(t, c.instant, exact_split=True)
+        # No version is reserved any more: links start at 1, the carry-over log takes version 0.
+        assert sorted({int(x.symlink.split(".log.")[1].split("_")[0]) for x in c.links})[:1] == [1]
+        res = run_compaction(t, c.instant, exact_split=True)
+        assert res.carried_over > 0
+        carried = [n for n in t.file_slices().column("log_files").to_pylist() for n in n if ".log.0_" in n]
+        assert carried and all(f"_{c.instant}.log.0_" in n for n in carried)
         ro = t.read("read_optimized")
         assert ro.num_rows > 0
         assert pc.max(ro["ev"]).as_py() <= T
@@ -181,8 +186,6 @@ def test_schedule_refusals_and_empty_plan(tmp_path: Path) -> None:
     assert c is not None
     with pytest.raises(PendingTableServiceError, match=c.instant):
         schedule_compaction(t, _strategy())
-    with pytest.raises(PlanValidationError, match="exact_split"):
-        run_compaction(t, c.instant, exact_split=True)
 
 
 def test_links_are_idempotent_and_conflicts_named(tmp_path: Path) -> None:

@@ -12,9 +12,9 @@ import pyarrow.compute as pc
 import pytest
 
 import evt_toolkit as evt
+from evt_toolkit.api import HISTORY_SCHEMA
 from evt_toolkit.compaction.freshness import ServiceWindow, completed_compactions, overlapping, table_service_windows
 from evt_toolkit.compaction.metrics import METRICS_SCHEMA
-from evt_toolkit.compaction.namespace import HISTORY_SCHEMA
 from evt_toolkit.compaction.strategy import EventTimeBasedCompactionStrategy, UnBoundedCompactionStrategy
 from evt_toolkit.format.names import InstantFileName
 from evt_toolkit.write.instants import step_instant

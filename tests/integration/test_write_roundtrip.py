@@ -426,7 +426,7 @@ def _rewrite_properties(path: Path, **changes: str) -> None:
 @pytest.mark.parametrize(
     ("changes", "match"),
     [
-        ({"hoodie.table.type": "COPY_ON_WRITE"}, "only MERGE_ON_READ"),
+        ({"hoodie.table.type": "COPY_ON_WRITE"}, "not MERGE_ON_READ"),
         ({"hoodie.table.version": "8", "hoodie.timeline.layout.version": "2"}, "only table version 6"),
     ],
     ids=["cow", "v8"],

@@ -25,7 +25,6 @@ from evt_toolkit.compaction.validate import validate_compaction
 from evt_toolkit.errors import PendingTableServiceError, ReadError
 from evt_toolkit.format.metadata import decode_clean_metadata, decode_clean_plan
 from evt_toolkit.services import clean as clean_service
-from evt_toolkit.table.retention import check_readable_at, earliest_retained
 from evt_toolkit.services.clean_planner import (
     KEEP_LATEST_COMMITS,
     KEEP_LATEST_FILE_VERSIONS,
@@ -37,6 +36,7 @@ from evt_toolkit.services.clean_planner import (
 )
 from evt_toolkit.services.links import Link, LinkGraph
 from evt_toolkit.table.fs_view import BaseFile, FileGroup, FileSlice, LogFile
+from evt_toolkit.table.retention import check_readable_at, earliest_retained
 from tests.compaction.helpers import BASE, create, deletes, hudi_rs, rows, same
 from tests.oracle import Oracle
 from tests.services import (

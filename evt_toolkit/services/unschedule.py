@@ -1,0 +1,116 @@
+"""Taking back a pending compaction plan (dry run by default), deleting exactly what the plan created.
+
+A pending compaction ``C`` created, each recorded before it was created (:mod:`evt_toolkit.storage.ownership`): the
+links of its plan (schedule time) and, if it started running, new base files, carry-over logs and execute-time
+links. Unscheduling deletes exactly those, then ``C.compaction.inflight`` and ``C.compaction.requested`` — the plan
+file last, so that a crash half-way leaves a plan that can still be run or unscheduled again — and finally the
+records.
+
+It **refuses** when a writer has put a log into one of the plan's new slices (slice ``C``): once the plan is gone,
+Hudi's file-system view no longer knows a slice ``C``, and that log's committed data would vanish. Run the
+compaction instead. It also refuses once ``C`` completed (that is a rollback's business).
+
+Plans scheduled by older versions of the toolkit have no records: their plan still names its links, and Hudi names a
+base file after the instant that wrote it, so those are taken; no other log file is ever deleted.
+
+Example:
+    >>> unschedule_compaction(t, c.instant).files_to_delete  # doctest: +SKIP
+    ('p/.f_20250102000000000.log.1_0-0-0', '.hoodie/20250102000000000.compaction.requested')
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass
+
+from evt_toolkit.compaction.executor import plan_links_with_partition
+from evt_toolkit.compaction.schedule import plan_file
+from evt_toolkit.errors import EvtError
+from evt_toolkit.format.names import INFLIGHT, REQUESTED, BaseFileName, LogFileName
+from evt_toolkit.storage.ownership import drop_ownership, owned_files
+from evt_toolkit.table.guards import require_writable
+from evt_toolkit.table.table import Table
+from evt_toolkit.table.timeline import COMMIT, COMPACTION
+
+__all__ = ["UnscheduleReport", "unschedule_compaction"]
+
+
+@dataclass(frozen=True, slots=True)
+class UnscheduleReport:
+    """Result of :func:`unschedule_compaction`.
+
+    Attributes:
+        instant: the compaction instant.
+        files_to_delete: paths relative to the base path, in deletion order.
+        deleted: whether they were deleted (``False`` for a dry run or a refusal).
+        refused_reason: why the plan cannot be taken back, else ``None``.
+    """
+
+    instant: str
+    files_to_delete: tuple[str, ...]
+    deleted: bool
+    refused_reason: str | None
+
+
+def _is_link(table: Table, rel: str) -> bool:
+    return table.storage.is_local and os.path.islink(table.storage.full_path(rel))
+
+
+def _exists(table: Table, rel: str) -> bool:
+    return _is_link(table, rel) or table.storage.exists(rel)
+
+
+def unschedule_compaction(table: Table, instant: str, *, dry_run: bool = True) -> UnscheduleReport:
+    """Take back a pending compaction that wrote nothing others depend on (dry run by default)."""
+    table.refresh()
+    require_writable(table, f"unschedule compaction {instant}")
+    found = [i for i in table.timeline.instants if i.time == instant and i.action in (COMPACTION, COMMIT)]
+    if not found:
+        return UnscheduleReport(instant, (), False, f"{table.storage.uri}: no compaction plan at instant {instant}")
+    inst = found[0]
+    if inst.is_completed:
+        return UnscheduleReport(instant, (), False, f"compaction {instant} has completed; it cannot be unscheduled")
+    try:
+        plan = table.timeline.compaction_plan(inst)
+    except EvtError as exc:
+        return UnscheduleReport(instant, (), False, f"cannot read the plan: {exc}")
+    storage = table.storage
+    ours = set(owned_files(storage, instant))
+    ours.update(link.symlink_path for link in plan_links_with_partition(plan))
+    outputs: list[str] = []
+    for op in plan.get("operations") or []:
+        partition = str(op.get("partitionPath") or "")
+        fid = str(op["fileId"])
+        entries, _ = storage.list_dir(partition)
+        for e in entries:
+            log = LogFileName.parse(e.name)
+            if log is not None and log.file_id == fid and log.base_instant == instant and log.extension == "log":
+                if e.path not in ours:
+                    return UnscheduleReport(
+                        instant,
+                        (),
+                        False,
+                        f"a writer put log {storage.full_path(e.path)} into the new file slice of {fid}: unscheduling "
+                        f"{instant} would orphan its committed data; run the compaction instead",
+                    )
+                continue
+            base = BaseFileName.parse(e.name) if not e.name.startswith(".") else None
+            if base is not None and base.file_id == fid and base.instant == instant:
+                outputs.append(e.path)  # Hudi names a base file after the instant that wrote it: C's own
+    files = sorted(p for p in ours | set(outputs) if _exists(table, p))
+    for state in (INFLIGHT, REQUESTED):
+        rel = plan_file(table, instant, state)
+        if storage.exists(rel):
+            files.append(rel)
+    if dry_run:
+        return UnscheduleReport(instant, tuple(files), False, None)
+    for rel in files:
+        if _is_link(table, rel):
+            os.unlink(storage.full_path(rel))
+        else:
+            storage.delete_file(rel)
+    with contextlib.suppress(EvtError):
+        drop_ownership(storage, instant)
+    table.refresh()
+    return UnscheduleReport(instant, tuple(files), True, None)

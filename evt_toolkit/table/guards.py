@@ -1,0 +1,71 @@
+"""The checks every writing operation makes before it touches a table — one place, so no path forgets one.
+
+Writes, compaction schedules and runs, unschedules, cleans, rollbacks: each refuses, before writing anything, a
+table it cannot keep consistent:
+
+* a table version other than 6 (timeline layout 1): the toolkit reads 8 and 9 but does not write them yet;
+* a table with a **metadata table** (``hoodie.table.metadata.partitions`` lists partitions, or ``.hoodie/metadata``
+  exists): stock readers list files through it, and the toolkit does not maintain it, so a stock reader would miss
+  new files or look for deleted ones. The way out is Hudi's own: disable it
+  (``HudiTable.metadata_table.disable`` / ``evt metadata disable``, a dry run by default), which clears
+  ``hoodie.table.metadata.partitions`` with a valid checksum and removes ``.hoodie/metadata``; stock writers with
+  ``hoodie.metadata.enable=true`` rebuild it from storage later.
+
+Example:
+    >>> require_writable(t, "schedule a compaction")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from evt_toolkit.errors import UnsupportedTableError
+from evt_toolkit.table.table import Table
+
+__all__ = ["METADATA_FOLDER", "METADATA_PARTITIONS_KEY", "has_metadata_table", "require_writable"]
+
+METADATA_FOLDER = ".hoodie/metadata"
+METADATA_PARTITIONS_KEY = "hoodie.table.metadata.partitions"
+METADATA_INFLIGHT_KEY = "hoodie.table.metadata.partitions.inflight"
+
+
+def metadata_partitions(table: Table) -> tuple[str, ...]:
+    """The metadata-table partitions ``hoodie.properties`` lists as ready or inflight."""
+    props = table.config.properties
+    out: list[str] = []
+    for key in (METADATA_PARTITIONS_KEY, METADATA_INFLIGHT_KEY):
+        out.extend(p.strip() for p in (props.get(key) or "").split(",") if p.strip())
+    return tuple(dict.fromkeys(out))
+
+
+def has_metadata_table(table: Table) -> bool:
+    """Whether the table has (or declares) a metadata table."""
+    return bool(metadata_partitions(table)) or table.storage.exists(METADATA_FOLDER)
+
+
+def require_writable(table: Table, operation: str, *, merge_on_read: bool = True) -> None:
+    """Refuse ``operation`` on a table the toolkit cannot write safely; names the table and why.
+
+    Args:
+        table: the table.
+        operation: what was asked, for the message (``"write"``, ``"schedule a compaction"``, ...).
+        merge_on_read: the operation needs a MERGE_ON_READ table.
+
+    Raises:
+        UnsupportedTableError: another table version or type, or a metadata table the toolkit does not maintain.
+    """
+    cfg = table.config
+    where = table.storage.uri
+    if merge_on_read and cfg.table_type != "MERGE_ON_READ":
+        raise UnsupportedTableError(f"cannot {operation} on {where}: it is a {cfg.table_type} table, not MERGE_ON_READ")
+    if cfg.version != 6 or cfg.timeline_layout != 1:
+        raise UnsupportedTableError(
+            f"cannot {operation} on {where}: table version {cfg.version} (timeline layout {cfg.timeline_layout}) is "
+            "read but not written by this toolkit; only table version 6 is written"
+        )
+    if has_metadata_table(table):
+        parts = ", ".join(metadata_partitions(table)) or "none listed"
+        raise UnsupportedTableError(
+            f"cannot {operation} on {where}: it has a metadata table ({METADATA_FOLDER}; partitions: {parts}) that "
+            "this toolkit does not maintain, so stock readers listing files through it would miss or look for the "
+            "wrong files. Disable it the way Hudi does — t.metadata_table.disable(dry_run=False) or "
+            "`evt metadata disable --apply` — and let a stock writer with hoodie.metadata.enable=true rebuild it later"
+        )
