@@ -8,7 +8,8 @@ Every writer calls :func:`record_ownership` *before* it creates the files: a cra
 of a file that does not exist, which deletes nothing; the opposite order could leave a file nobody owns.
 
 Example:
-    >>> record_ownership(storage, "20250101000000000", WRITE, "0-0-0", [OwnedFile("p/.f.log.1_0-0-0", LOG)])  # doctest: +SKIP
+    >>> files = [OwnedFile("p/.f.log.1_0-0-0", LOG)]
+    >>> record_ownership(storage, "20250101000000000", WRITE, "0-0-0", files)  # doctest: +SKIP
     >>> sorted(owned_files(storage, "20250101000000000"))  # doctest: +SKIP
     ['p/.f.log.1_0-0-0']
 """

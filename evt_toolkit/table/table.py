@@ -119,4 +119,5 @@ class Table:
         return pa.table(rows, schema=FILE_SLICES_SCHEMA)
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.config.name!r}, {self.config.table_type}, v{self.config.version}, path={self.path!r})"
+        cfg = self.config
+        return f"{type(self).__name__}({cfg.name!r}, {cfg.table_type}, v{cfg.version}, path={self.path!r})"
