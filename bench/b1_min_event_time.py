@@ -27,12 +27,12 @@ from typing import Any, BinaryIO
 import pyarrow.compute as pc
 
 from bench.common import measure, ratio, timed
+from evt_toolkit.api import HudiTable
 from evt_toolkit.demo import synthetic as syn
 from evt_toolkit.demo.build import build_synthetic_table
 from evt_toolkit.format.log_content import read_block_records
 from evt_toolkit.format.logfile import BlockType, scan_log_blocks
 from evt_toolkit.format.metadata import decode_commit_metadata
-from evt_toolkit.api import HudiTable
 
 Method = Callable[[HudiTable], tuple[dict[str, int | None], int]]
 

@@ -34,7 +34,7 @@ from bench.common import peak_memory
 from evt_toolkit.compaction import EventTimeBasedCompactionStrategy, UnBoundedCompactionStrategy
 from evt_toolkit.compaction import executor as executor_mod
 from evt_toolkit.compaction.executor import run_compaction
-from evt_toolkit.compaction.merge_task import MergeTask
+from evt_toolkit.compaction.merge_task import MergeResult, MergeTask
 from evt_toolkit.compaction.schedule import schedule_compaction
 from evt_toolkit.read.plan import ReadSpec
 from evt_toolkit.read.slice_reader import decode_blocks, select_log_blocks
@@ -117,7 +117,7 @@ def task_memory_probe(records: list[dict[str, Any]]) -> Iterator[None]:
     """Wrap each in-process merge task: its peak resident-set growth against the bytes of its slice."""
     original = executor_mod.run_merge_task
 
-    def probed(task: MergeTask) -> dict[str, Any]:
+    def probed(task: MergeTask) -> MergeResult:
         storage = TableStorage.from_uri(task.table_uri)
         slice_bytes = _slice_input_bytes(storage, task.operation)
         with peak_memory() as mem:
@@ -126,8 +126,8 @@ def task_memory_probe(records: list[dict[str, Any]]) -> Iterator[None]:
             {
                 "file_id": task.file_id,
                 "slice_input_bytes": slice_bytes,
-                "log_records": int(out["totalLogRecords"]),
-                "rows_written": int(out["numWrites"]),
+                "log_records": out.total_log_records,
+                "rows_written": out.num_writes,
                 "peak_rss_growth_bytes": mem.growth,
                 "method": mem.method,
             }

@@ -35,8 +35,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from evt_toolkit.demo import synthetic as syn
 from evt_toolkit.api import HudiTable
+from evt_toolkit.demo import synthetic as syn
 
 
 def _version(dist: str) -> str | None:

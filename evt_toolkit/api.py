@@ -30,16 +30,18 @@ from evt_toolkit.compaction.validate import ValidationReport, validate_compactio
 from evt_toolkit.errors import PlanValidationError
 from evt_toolkit.read.query import read_table
 from evt_toolkit.services.clean import CleanResult, clean
+from evt_toolkit.services.metadata_table import MetadataTableReport, disable_metadata_table
 from evt_toolkit.services.rollback import RollbackResult, rollback
 from evt_toolkit.services.unschedule import UnscheduleReport, unschedule_compaction
 from evt_toolkit.spark.executor import spark_executor, write_dataframe
+from evt_toolkit.table.guards import has_metadata_table, metadata_partitions
 from evt_toolkit.table.inspect import Inspect
 from evt_toolkit.table.table import Table
 from evt_toolkit.table.timeline import Instant
 from evt_toolkit.write.create import create_table
 from evt_toolkit.write.writer import write
 
-__all__ = ["HISTORY_SCHEMA", "CompactionNamespace", "HudiTable"]
+__all__ = ["HISTORY_SCHEMA", "CompactionNamespace", "HudiTable", "MetadataTableNamespace"]
 
 
 class HudiTable(Table):
@@ -179,6 +181,15 @@ class HudiTable(Table):
         """
 
         return metrics(self, now_ms)
+
+    @cached_property
+    def metadata_table(self) -> MetadataTableNamespace:
+        """The table's metadata table: whether there is one, and disabling it (``MetadataTableNamespace``).
+
+        Example:
+            >>> t.metadata_table.disable().files_to_delete  # doctest: +SKIP
+        """
+        return MetadataTableNamespace(self)
 
     # -- table services: clean and rollback ------------------------------------------------------------------------
     def clean(
@@ -413,3 +424,39 @@ class CompactionNamespace:
         finally:
             if not dry_run:
                 self._table.refresh()
+
+
+class MetadataTableNamespace:
+    """The metadata table of one table (``table.metadata_table``): the toolkit does not maintain one, and refuses to
+    write tables that have one; :meth:`disable` is Hudi's documented way out.
+
+    Args:
+        table: the table.
+    """
+
+    def __init__(self, table: HudiTable) -> None:
+        self._table = table
+
+    def __repr__(self) -> str:
+        return f"MetadataTableNamespace({self._table!r})"
+
+    def exists(self) -> bool:
+        """Whether the table has (or declares) a metadata table."""
+        return has_metadata_table(self._table)
+
+    def partitions(self) -> tuple[str, ...]:
+        """The metadata-table partitions ``hoodie.properties`` lists (ready or inflight)."""
+        return metadata_partitions(self._table)
+
+    def disable(self, dry_run: bool = True) -> MetadataTableReport:
+        """Disable the metadata table as Hudi does (dry run by default); see
+        :func:`evt_toolkit.services.metadata_table.disable_metadata_table`.
+
+        Example:
+            >>> t.metadata_table.disable(dry_run=False).partitions  # doctest: +SKIP
+            ('files', 'column_stats')
+        """
+        try:
+            return disable_metadata_table(self._table, dry_run=dry_run)
+        finally:
+            self._table.refresh()

@@ -44,16 +44,17 @@ from dataclasses import dataclass, field
 from datetime import UTC
 from typing import TYPE_CHECKING, Any, cast
 
+import pyarrow as pa
 import pyarrow.compute as pc
 
-from evt_toolkit.compaction.event_times import slice_infos
 from evt_toolkit.compaction.plan import EXTRA_LINK_MODE, EXTRA_LINK_TIMING, EXTRA_STRATEGY, EXTRA_THRESHOLD_MS
 from evt_toolkit.compaction.strategy import iso_ms
 from evt_toolkit.errors import EvtError
 from evt_toolkit.format.eventtime import EpochUnit, to_epoch_ms
-from evt_toolkit.format.log_content import read_block_records
-from evt_toolkit.format.logfile import BlockType, scan_log_blocks
 from evt_toolkit.format.names import InstantFileName
+from evt_toolkit.read.merge import IS_DELETED, KEY
+from evt_toolkit.read.plan import ReadSpec
+from evt_toolkit.read.slice_reader import decode_blocks, read_base_file, select_log_blocks
 from evt_toolkit.table.timeline import (
     CLUSTERING,
     COMMIT,
@@ -65,7 +66,6 @@ from evt_toolkit.table.timeline import (
     InstantState,
     Timeline,
 )
-from evt_toolkit.table.write_stats import log_event_time_index
 
 if TYPE_CHECKING:
     from evt_toolkit.storage.fs import TableStorage
@@ -85,9 +85,6 @@ __all__ = [
     "ro_freshness",
     "table_service_windows",
 ]
-
-_RECORD_BLOCKS = frozenset({BlockType.AVRO_DATA, BlockType.PARQUET_DATA, BlockType.HFILE_DATA})
-
 
 # -- completed compactions ---------------------------------------------------------------------------------------------
 
@@ -310,14 +307,19 @@ def overlapping(windows: Iterable[ServiceWindow], c: ServiceWindow) -> list[Serv
 
 @dataclass(frozen=True, slots=True)
 class LateData:
-    """Records with event time ≤ T still in logs of the latest slices.
+    """What the logs of the latest slices hold against a threshold T, and the freshness that is exactly true.
 
     Attributes:
-        late_records: in blocks written after the compaction was scheduled.
+        late_records: records with event time ≤ T in blocks written after the compaction was scheduled.
         late_log_files: their log files (paths relative to the base path), sorted.
-        unexpected_records: in blocks written before it (should be 0).
+        unexpected_records: records ≤ T in blocks written before it (should be 0).
         unexpected_log_files: their log files.
-        blocks_decoded: data blocks whose event-time column was decoded.
+        blocks_decoded: log blocks decoded.
+        min_log_event_time: the smallest event time of a live record in those logs (``None``: none).
+        touched_ro_rows: rows of the RO view with event time ≤ T whose key a log updates or deletes.
+        min_touched_ro_event_time: the smallest event time among them (``None``: none).
+        exact_threshold_ms: the largest freshness ≤ T for which the RO view restricted to events ≤ it equals the
+            snapshot restricted the same way (``None`` when no bound is below T).
     """
 
     late_records: int = 0
@@ -325,6 +327,10 @@ class LateData:
     unexpected_records: int = 0
     unexpected_log_files: tuple[str, ...] = ()
     blocks_decoded: int = 0
+    min_log_event_time: int | None = None
+    touched_ro_rows: int = 0
+    min_touched_ro_event_time: int | None = None
+    exact_threshold_ms: int | None = None
 
 
 def pending_link_targets(table: Table) -> dict[tuple[str, str], dict[str, str]]:
@@ -352,11 +358,18 @@ def deduplicated_logs(file_slice: FileSlice, links: Mapping[str, str]) -> list[L
     return [lf for lf in file_slice.log_files if not (lf.name in links and links[lf.name] in names)]
 
 
-def late_data(table: Table, instant: str, threshold_ms: int, *, event_time_field: str | None = None) -> LateData:
-    """Count records with event time ≤ ``threshold_ms`` in the logs of the latest (merged) file slices.
+def _min(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else min(a, b)
 
-    Blocks are skipped without decoding when their ``MIN_EVENT_TIME`` header or their writer's ``minEventTime``
-    write stat is > T; all others are decoded and counted exactly.
+
+def late_data(table: Table, instant: str, threshold_ms: int, *, event_time_field: str | None = None) -> LateData:
+    """Compare the logs of the latest (merged) file slices with the RO view at threshold ``threshold_ms``.
+
+    Every visible block of those logs is decoded (the same blocks a snapshot reads: uncommitted ones skipped,
+    rollbacks applied). Two things lower the freshness below T: a live log record with event time ≤ T (the RO view
+    lacks that version — *late* when written after ``instant``), and a log record or delete of a key whose RO row has
+    event time ≤ T (the RO view shows a version the snapshot replaced, or a row it deleted). The exact freshness is
+    one millisecond below the smallest such event time; with neither, it is T.
 
     Args:
         table: the table.
@@ -369,55 +382,81 @@ def late_data(table: Table, instant: str, threshold_ms: int, *, event_time_field
 
     Example:
         >>> d = late_data(t, "20250102000000000", 1735689600000)  # doctest: +SKIP
-        >>> d.late_records, d.late_log_files  # doctest: +SKIP
-        (5, ('r0/.fg-1_20250102000000000.log.3_0-0-0',))
+        >>> d.late_records, d.exact_threshold_ms  # doctest: +SKIP
+        (5, 1735600000000)
     """
     field_name = event_time_field or table.config.event_time_field
-    timeline = table.timeline
     unit = cast(EpochUnit, table.config.event_time_unit or "ms")
-    stat_mins = log_event_time_index(timeline, "minEventTime")
+    if not field_name:
+        return LateData()
+    ctx = ReadSpec.of(table).context(None, storage=table.storage)
+    if ctx.derives_keys or KEY not in ctx.schema.names:
+        return LateData()
     pending_links = pending_link_targets(table)
-    # File-level facts (cached per log file by slice_infos) rule out most logs without opening them: a file whose
-    # committed data all has min event time > T cannot hold a late record.
-    facts = {(s.partition_path, lf.name): lf for s in slice_infos(table, field_name, unit) for lf in s.log_files}
-    late = unexpected = decoded = 0
+    ro_bases = {(_partition_of(b.path), b.file_id): b for b in table.view.latest_base_files()}
+    late = unexpected = decoded = touched_rows = 0
     late_files: set[str] = set()
     unexpected_files: set[str] = set()
+    min_log: int | None = None
+    min_touched: int | None = None
     for s in table.view.latest_merged_file_slices():
-        for lf in deduplicated_logs(s, pending_links.get((s.partition_path, s.file_id), {})):
-            info = facts.get((s.partition_path, lf.name))
-            if info is not None and (
-                not info.has_data or (info.min_event_time is not None and info.min_event_time > threshold_ms)
-            ):
+        logs = deduplicated_logs(s, pending_links.get((s.partition_path, s.file_id), {}))
+        queued = select_log_blocks(ctx, tuple(logs))
+        if not queued:
+            continue
+        touched: list[pa.Array] = []
+        for q in queued:
+            data, _, deletes, _ = decode_blocks(ctx, [q])
+            decoded += 1
+            touched.append(data[KEY].combine_chunks().cast(pa.string()))
+            touched.append(deletes[KEY].combine_chunks().cast(pa.string()))
+            if not data.num_rows or field_name not in data.column_names:
                 continue
-            with table.storage.open_input(lf.path) as f:
-                for blk in scan_log_blocks(f, lf.size, lf.path):
-                    inst = blk.instant_time
-                    if blk.block_type not in _RECORD_BLOCKS or blk.corrupt_reason or inst is None:
-                        continue
-                    if not timeline.is_visible(inst):
-                        continue  # uncommitted blocks are invisible to every reader
-                    header_min = blk.min_event_time_header
-                    known_min = header_min if header_min is not None else stat_mins.get((lf.name, inst))
-                    if known_min is not None and known_min > threshold_ms:
-                        continue
-                    if not field_name:
-                        continue
-                    records = read_block_records(f, blk)
-                    decoded += 1
-                    if field_name not in records.column_names:
-                        continue
-                    ms = to_epoch_ms(records[field_name], unit, field=field_name)
-                    n = int(pc.sum(pc.less_equal(ms, threshold_ms)).as_py() or 0)
-                    if n == 0:
-                        continue
-                    if inst > instant:
-                        late += n
-                        late_files.add(lf.path)
-                    else:
-                        unexpected += n
-                        unexpected_files.add(lf.path)
-    return LateData(late, tuple(sorted(late_files)), unexpected, tuple(sorted(unexpected_files)), decoded)
+            live = data
+            if IS_DELETED in data.column_names:
+                live = data.filter(pc.invert(pc.fill_null(data[IS_DELETED].cast(pa.bool_()), False)))
+            ms = to_epoch_ms(live[field_name], unit, field=field_name)
+            if len(ms) and ms.null_count < len(ms):
+                min_log = _min(min_log, int(pc.min(ms).as_py()))
+            n = int(pc.sum(pc.less_equal(ms, threshold_ms)).as_py() or 0)
+            if n and (q.block.instant_time or "") > instant:
+                late += n
+                late_files.add(q.log_file.path)
+            elif n:
+                unexpected += n
+                unexpected_files.add(q.log_file.path)
+        base = ro_bases.get((s.partition_path, s.file_id))
+        if base is None:
+            continue
+        rows = read_base_file(ctx, base).select([KEY, field_name])
+        ms = to_epoch_ms(rows[field_name], unit, field=field_name)
+        hit = pc.and_(
+            pc.is_in(rows[KEY].cast(pa.string()), value_set=pa.concat_arrays(touched)),
+            pc.fill_null(pc.less_equal(ms, threshold_ms), False),
+        )
+        hits = ms.filter(hit)
+        if len(hits):
+            touched_rows += len(hits)
+            min_touched = _min(min_touched, int(pc.min(hits).as_py()))
+    bound = threshold_ms
+    for value in (min_log, min_touched):
+        if value is not None and value - 1 < bound:
+            bound = value - 1
+    return LateData(
+        late,
+        tuple(sorted(late_files)),
+        unexpected,
+        tuple(sorted(unexpected_files)),
+        decoded,
+        min_log,
+        touched_rows,
+        min_touched,
+        bound if bound < threshold_ms else None,
+    )
+
+
+def _partition_of(rel_path: str) -> str:
+    return rel_path.rsplit("/", 1)[0] if "/" in rel_path else ""
 
 
 # -- freshness ---------------------------------------------------------------------------------------------------------
@@ -428,14 +467,17 @@ class Freshness:
     """The RO view's freshness: every event ≤ ``threshold_ms`` is in the base files (apart from late data).
 
     Attributes:
-        threshold_ms: T of the last completed event-time compaction when the serial rule held, else ``None``.
+        threshold_ms: the exact freshness: the largest T' ≤ the last completed event-time compaction's T such that
+            the RO view restricted to events ≤ T' equals the snapshot restricted the same way (``None`` when the
+            serial rule was broken). Below the plan's T when logs hold late records ≤ T, or update or delete RO rows
+            ≤ T; ``reason`` then says which.
         instant: that compaction's instant (also set when T is withheld), ``None`` without one.
         completed_at: when it completed (see :class:`CompactionRecord`).
         serial_rule_held: no other compaction/clustering was pending during its pending window.
         late_records: records ≤ T written after it was scheduled, still only in logs (not in the RO view).
         late_log_files: the log files holding them.
         lag_ms: ``now − T`` at ``computed_at_ms``; ``None`` without T.
-        reason: why ``threshold_ms`` is ``None`` (``None`` when it is set).
+        reason: why ``threshold_ms`` is ``None``, or why it is below the plan's T; ``None`` otherwise.
         unexpected_records: records ≤ T in logs written before the compaction (see the module notes).
         overlapping: instants that broke the serial rule.
         computed_at_ms: the wall-clock time the figures were taken (epoch ms).
@@ -491,6 +533,8 @@ class Freshness:
         """One line for a notebook or the CLI."""
         if self.threshold_ms is None:
             return f"RO freshness: none ({self.reason})"
+        if self.reason:
+            return f"RO freshness: every event ≤ {self.threshold_iso} (compaction {self.instant}; {self.reason})"
         lag = "" if self.lag_ms is None else f", lag {self.lag_ms / 1000:.0f} s"
         late = (
             f"; {self.late_records} late record(s) in {len(self.late_log_files)} log file(s)"
@@ -516,12 +560,12 @@ def ro_freshness(table: Table, *, now_ms: int | None = None) -> Freshness:
     history = completed_compactions(table)
     event_time = [c for c in history if c.is_event_time]
     if not event_time:
-        reason = (
+        none = (
             "no compaction has completed"
             if not history
             else "no completed compaction recorded an event-time threshold (only other strategies ran)"
         )
-        return Freshness(None, None, None, False, 0, (), None, reason, computed_at_ms=now)
+        return Freshness(None, None, None, False, 0, (), None, none, computed_at_ms=now)
     last = event_time[-1]
     assert last.threshold_ms is not None
     windows = table_service_windows(table)
@@ -546,15 +590,29 @@ def ro_freshness(table: Table, *, now_ms: int | None = None) -> Freshness:
             now,
             last.threshold_ms,
         )
+    exact = data.exact_threshold_ms
+    reason = None
+    if exact is not None:
+        why = []
+        if data.min_log_event_time is not None and data.min_log_event_time - 1 == exact:
+            why.append(f"{data.late_records + data.unexpected_records} record(s) with event time ≤ T are only in logs")
+        if data.min_touched_ro_event_time is not None and data.min_touched_ro_event_time - 1 == exact:
+            why.append(f"logs update or delete {data.touched_ro_rows} RO row(s) with event time ≤ T")
+        reason = (
+            f"lowered from the plan's T {iso_ms(last.threshold_ms)} to {iso_ms(exact)}: " + "; ".join(why)
+            if why
+            else None
+        )
+    threshold = exact if exact is not None else last.threshold_ms
     return Freshness(
-        last.threshold_ms,
+        threshold,
         last.instant,
         last.completed_at,
         True,
         data.late_records,
         data.late_log_files,
-        now - last.threshold_ms,
-        None,
+        now - threshold,
+        reason,
         data.unexpected_records,
         (),
         now,

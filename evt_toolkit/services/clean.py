@@ -32,7 +32,6 @@ from evt_toolkit.errors import (
     StorageError,
     TimelineError,
     UnsupportedFeatureError,
-    UnsupportedTableError,
 )
 from evt_toolkit.faults import fault_point
 from evt_toolkit.format.metadata import encode_avro_container, load_schema
@@ -48,6 +47,7 @@ from evt_toolkit.services.clean_planner import (
 )
 from evt_toolkit.services.links import Link, LinkGraph, links_from_commit, links_from_plan
 from evt_toolkit.table.fs_view import list_table_files
+from evt_toolkit.table.guards import require_writable
 from evt_toolkit.table.timeline import (
     CLEAN,
     COMMIT,
@@ -375,9 +375,8 @@ def clean(
     Example:
         >>> clean(t, "KEEP_LATEST_FILE_VERSIONS", 1).files  # doctest: +SKIP
     """
-    if table.config.timeline_layout != 1:
-        raise UnsupportedTableError(f"{table.storage.uri}: clean writes table version 6 (timeline layout 1) only")
     table.refresh()
+    require_writable(table, "clean", merge_on_read=False)
     if any(i.action == SAVEPOINT for i in table.timeline.instants):
         raise UnsupportedFeatureError(
             f"{table.storage.uri} has savepoints; cleaning around savepointed files is not supported"

@@ -197,11 +197,15 @@ def _deltacommit_candidates(table: Table, inst: Instant, listing: Listing) -> tu
         meta = table.timeline.commit_metadata(inst)
     except EvtError:
         meta = {}
-    for stats in (meta.get("partitionToWriteStats") or {}).values():
+    for partition, stats in (meta.get("partitionToWriteStats") or {}).items():
         for st in stats or []:
             path = st.get("path")
             if path:
                 (recorded if LogFileName.parse(posixpath.basename(str(path))) else bases).add(str(path))
+            elif st.get("fileId"):
+                # An inflight workload profile names the file groups the write was going to touch
+                # (ListingBasedRollbackStrategy): their logs may hold its blocks.
+                others.update(_slice_logs(listing, str(partition or ""), str(st["fileId"]), None))
     return recorded, others - recorded, bases
 
 

@@ -67,8 +67,10 @@ def test_freshness_after_compaction_counts_late_data_exactly(tmp_path: Path) -> 
     t.compaction.run(c)
 
     f = t.ro_freshness(now_ms=T + 60_000)
-    assert f.threshold_ms == T and f.instant == c.instant and f.serial_rule_held
-    assert f.lag_ms == 60_000 and f.reason is None
+    # The late record at 50 is only in a log: the RO view holds every event up to 49 exactly, not up to T.
+    assert f.threshold_ms == BASE + 49 and f.planned_threshold_ms == T
+    assert f.instant == c.instant and f.serial_rule_held
+    assert f.lag_ms == T + 60_000 - (BASE + 49) and f.reason is not None and "lowered" in f.reason
     assert f.late_records == 5
     assert f.unexpected_records == 0
     assert f.late_log_files and all(os.path.basename(p).startswith(".") for p in f.late_log_files)
@@ -79,7 +81,7 @@ def test_freshness_after_compaction_counts_late_data_exactly(tmp_path: Path) -> 
     t.write(_rows([53], 5000, ts=6))
     f2 = t.refresh().ro_freshness()
     assert f2.late_records == 8
-    assert f2.threshold_ms == T
+    assert f2.threshold_ms == BASE + 9 and f2.planned_threshold_ms == T
 
     # Every log named as late really holds events ≤ T written after C was scheduled.
     blocks = t.inspect.log_blocks()
@@ -111,7 +113,8 @@ def test_metrics_equal_independent_recomputation(tmp_path: Path) -> None:
         if r["log_file"] in names and r["committed"] and r["block_type"].endswith("_DATA") and r["min_event_time"]
     ]
     assert m.min_remaining_event_time_ms == min(mins) == BASE + 30
-    assert m.ro_freshness_ms == T and m.freshness_lag_ms == 1000
+    # Late records at 30 are only in logs: freshness 29 (keys 25-29 moved from 150 to 400 would lower it to 149).
+    assert m.ro_freshness_ms == BASE + 29 and m.freshness_lag_ms == T + 1000 - (BASE + 29)
     assert m.late_records == 2
     assert m.pending_compactions == 0 and m.last_event_time_compaction == c.instant
 
@@ -159,8 +162,9 @@ def test_prometheus_text_parses_and_is_written_atomically(tmp_path: Path) -> Non
     m = t.metrics(now_ms=T + 5000)
     text = m.to_prometheus()
     samples = _parse_prometheus(text)
-    assert samples["evt_hudi_ro_freshness_seconds"] == T / 1000
-    assert samples["evt_hudi_ro_freshness_lag_seconds"] == 5.0
+    # Keys 25-29 moved from event time 150 to 400 in the leftover log: the exact freshness is just below 150.
+    assert samples["evt_hudi_ro_freshness_seconds"] == (BASE + 149) / 1000
+    assert samples["evt_hudi_ro_freshness_lag_seconds"] == (T + 5000 - (BASE + 149)) / 1000
     assert samples["evt_hudi_remaining_log_files"] == m.remaining_log_files
     assert samples["evt_hudi_file_slices_with_remaining_logs"] == m.slices_with_remaining_logs
     assert samples["evt_hudi_remaining_log_bytes"] == m.remaining_log_bytes

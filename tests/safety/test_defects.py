@@ -1,0 +1,377 @@
+"""Regression tests, one per defect of the data-safety review, each named after what it protects.
+
+Every check compares our reader, hudi-rs and an independent oracle (:mod:`tests.oracle`) where the state allows.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import evt_toolkit as evt
+from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
+from evt_toolkit.compaction.strategy import UnBoundedCompactionStrategy
+from evt_toolkit.errors import EvtError, PlanValidationError, ReadError, UnsupportedTableError
+from evt_toolkit.services.clean_planner import KEEP_LATEST_FILE_VERSIONS
+from tests.conftest import SKIP_NO_SHARED, fixture_names, fixture_table_path
+from tests.faults import assert_killed, run_child
+from tests.normalize import assert_same_rows
+from tests.oracle import Oracle
+
+hudi = pytest.importorskip("hudi", reason="hudi-rs (PyPI 'hudi') is a test dependency")
+
+BASE = 1_700_000_000_000
+COLS = ["id", "ts", "ev"]
+NOW = 10**15
+
+
+def make(path: Path, merge_mode: str = "commit_time", buckets: int = 1) -> evt.HudiTable:
+    """A non-partitioned table: key ``id``, ordering ``ts``, event time ``ev`` (epoch ms)."""
+    return evt.HudiTable.create(
+        path, "d", "id", ordering_field="ts", event_time_field="ev", buckets=buckets, merge_mode=merge_mode
+    )
+
+
+def batch(ids: list[str], ts: int, ev: int) -> pd.DataFrame:
+    n = len(ids)
+    return pd.DataFrame(
+        {"id": ids, "ts": pd.array([ts] * n, dtype="int64"), "ev": pd.array([BASE + ev] * n, dtype="int64")}
+    )
+
+
+def dels(ids: list[str], ts: int | None = None) -> pd.DataFrame:
+    """Deletes; without ``ts`` they carry no ordering value (commit-time deletes, as Spark SQL ``DELETE``)."""
+    df = pd.DataFrame({"id": ids})
+    if ts is not None:
+        df["ts"] = pd.array([ts] * len(ids), dtype="int64")
+    return df
+
+
+class Tracked:
+    """A table and its oracle, written together."""
+
+    def __init__(self, t: evt.HudiTable, merge_mode: str) -> None:
+        self.t = t
+        self.oracle = Oracle(["id"], [], "ts", merge_mode)
+
+    def upsert(self, df: pd.DataFrame) -> str:
+        self.oracle.apply("upsert", df)
+        return self.t.write(df)
+
+    def delete(self, df: pd.DataFrame) -> str:
+        self.oracle.apply("delete", df)
+        return self.t.write(df, "delete")
+
+    def expected(self) -> pa.Table:
+        return pa.Table.from_pandas(self.oracle.result()[COLS], preserve_index=False)
+
+
+def rs(path: str, *, ro: bool = False) -> pa.Table:
+    b = hudi.HudiTableBuilder.from_base_uri(path)
+    if ro:
+        b = b.with_option("hoodie.read.use.read_optimized.mode", "true")
+    batches = b.build().read()
+    return pa.Table.from_batches(batches) if batches else pa.table({c: pa.array([], pa.int64()) for c in COLS})
+
+
+def same(a: pa.Table, b: pa.Table, what: str) -> None:
+    assert_same_rows(a, b, COLS if a.num_rows or b.num_rows else [], what)
+
+
+def strategy(threshold: int) -> EventTimeBasedCompactionStrategy:
+    return EventTimeBasedCompactionStrategy(threshold=BASE + threshold)
+
+
+# -- 1. rollback of a crashed compaction -----------------------------------------------------------------------------
+def test_rollback_of_a_crashed_compaction_keeps_the_plans_schedule_time_links(tmp_path: Path) -> None:
+    tt = Tracked(make(tmp_path / "t"), "commit_time")
+    tt.upsert(batch(["a"], 1, 1))
+    tt.upsert(batch(["b"], 2, 500))
+    c = tt.t.compaction.schedule(strategy(100), now_ms=NOW)
+    assert c is not None and len(c.links) == 1  # b's log is linked into the new slice at schedule time
+    assert_killed(run_child(Path(tt.t.path), "run.after_inflight", "run", c.instant))
+    tt.t.rollback(c.instant)
+    assert tt.t.compaction.validate(c).ok, "the schedule-time link must survive the rollback of the run"
+    tt.t.compaction.run(c)
+    same(tt.t.read(), tt.expected(), "ours after rollback and re-run")
+    same(rs(tt.t.path), tt.expected(), "hudi-rs after rollback and re-run")
+    assert tt.t.compaction.validate(c).ok
+
+
+def test_rollback_of_a_crashed_compaction_keeps_a_write_committed_into_the_new_slice(tmp_path: Path) -> None:
+    tt = Tracked(make(tmp_path / "t"), "commit_time")
+    tt.upsert(batch(["a"], 1, 1))
+    c = tt.t.compaction.schedule(strategy(100), now_ms=NOW)
+    assert c is not None and not c.links
+    tt.upsert(batch(["b"], 2, 2))  # lands in the new slice as its version 1 log
+    assert_killed(run_child(Path(tt.t.path), "run.after_inflight", "run", c.instant))
+    tt.t.rollback(c.instant)
+    same(tt.t.read(), tt.expected(), "ours after the rollback")
+    tt.t.compaction.run(c)
+    same(tt.t.read(), tt.expected(), "ours after the re-run")
+    same(rs(tt.t.path), tt.expected(), "hudi-rs after the re-run")
+
+
+def test_a_run_remakes_a_missing_schedule_time_link_instead_of_committing_without_it(tmp_path: Path) -> None:
+    tt = Tracked(make(tmp_path / "t"), "commit_time")
+    tt.upsert(batch(["a"], 1, 1))
+    tt.upsert(batch(["b"], 2, 500))
+    c = tt.t.compaction.schedule(strategy(100), now_ms=NOW)
+    assert c is not None and len(c.links) == 1
+    os.unlink(tt.t.storage.full_path(c.links[0].symlink_path))
+    assert not tt.t.compaction.validate(c).ok
+    tt.t.compaction.run(c)
+    assert tt.t.compaction.validate(c).ok
+    same(tt.t.read(), tt.expected(), "ours after a run that re-made the link")
+    same(rs(tt.t.path), tt.expected(), "hudi-rs after a run that re-made the link")
+
+
+# -- 2. unschedule ----------------------------------------------------------------------------------------------------
+def test_unschedule_refuses_when_a_write_landed_in_the_new_slice(tmp_path: Path) -> None:
+    tt = Tracked(make(tmp_path / "t"), "commit_time")
+    tt.upsert(batch(["a"], 1, 1))
+    c = tt.t.compaction.schedule(strategy(100), now_ms=NOW)
+    assert c is not None
+    tt.upsert(batch(["b"], 2, 2))
+    before = sorted(p.name for p in Path(tt.t.path).rglob("*"))
+    for dry_run in (True, False):
+        report = tt.t.compaction.unschedule(c, dry_run=dry_run)
+        assert not report.deleted and report.refused_reason and "orphan" in report.refused_reason
+    assert sorted(p.name for p in Path(tt.t.path).rglob("*")) == before
+    same(tt.t.read(), tt.expected(), "ours after the refused unschedule")
+    tt.t.compaction.run(c)
+    same(tt.t.read(), tt.expected(), "ours after running the plan instead")
+
+
+def test_unschedule_deletes_exactly_the_plans_files(tmp_path: Path) -> None:
+    tt = Tracked(make(tmp_path / "t"), "commit_time")
+    tt.upsert(batch(["a"], 1, 1))
+    tt.upsert(batch(["b"], 2, 500))
+    before = sorted(str(p.relative_to(tt.t.path)) for p in Path(tt.t.path).rglob("*") if ".hoodie" not in p.parts)
+    c = tt.t.compaction.schedule(strategy(100), now_ms=NOW)
+    assert c is not None and c.links
+    report = tt.t.compaction.unschedule(c, dry_run=False)
+    assert report.deleted, report.refused_reason
+    after = sorted(str(p.relative_to(tt.t.path)) for p in Path(tt.t.path).rglob("*") if ".hoodie" not in p.parts)
+    assert after == before
+    assert not tt.t.refresh().compaction.pending()
+    same(tt.t.read(), tt.expected(), "ours after unschedule")
+
+
+# -- 3. tombstones ----------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("buckets", [1, 2])
+def test_a_deleted_key_stays_deleted_when_a_late_write_lands_before_the_run(tmp_path: Path, buckets: int) -> None:
+    tt = Tracked(make(tmp_path / "t", "event_time", buckets), "event_time")
+    tt.upsert(batch(["k", "a"], 5, 5))
+    tt.delete(dels(["k"], 10))
+    tt.upsert(batch(["b"], 6, 6))
+    c = tt.t.compaction.schedule(strategy(100), now_ms=NOW)
+    assert c is not None
+    tt.upsert(batch(["k"], 7, 7))  # late: loses to the delete at ts 10
+    before = tt.t.read()
+    same(before, tt.expected(), "ours before the run")
+    tt.t.compaction.run(c)
+    same(tt.t.read(), tt.expected(), "ours after the run")
+    same(rs(tt.t.path), tt.expected(), "hudi-rs after the run")
+    tt.upsert(batch(["k"], 8, 8))  # still lower than the delete: still deleted
+    same(tt.t.read(), tt.expected(), "ours after another late write")
+    same(rs(tt.t.path), tt.expected(), "hudi-rs after another late write")
+
+
+# -- 4. incremental after a clean -------------------------------------------------------------------------------------
+def test_an_incremental_window_whose_files_were_cleaned_is_refused_not_partial(tmp_path: Path) -> None:
+    tt = Tracked(make(tmp_path / "t"), "commit_time")
+    tt.upsert(batch(["a", "b"], 1, 1))
+    i2 = tt.upsert(batch(["c"], 2, 2))
+    whole = tt.t.read("incremental", begin="0" * 17, end=i2)
+    assert whole.num_rows == 3
+    c = tt.t.compaction.schedule(UnBoundedCompactionStrategy())
+    assert c is not None
+    tt.t.compaction.run(c)
+    tt.t.clean(KEEP_LATEST_FILE_VERSIONS, 1, dry_run=False)
+    with pytest.raises(ReadError, match="earliest instant still readable"):
+        tt.t.read("incremental", begin="0" * 17, end=i2)
+    with pytest.raises(ReadError):
+        tt.t.read(as_of=i2)
+    same(tt.t.read("incremental", begin="0" * 17), whole, "incremental to the latest commit")
+
+
+V6_MOR = [n for n in fixture_names() if n.startswith("mor_") and "_v6" in n]
+
+
+@SKIP_NO_SHARED
+@pytest.mark.parametrize("name", V6_MOR)
+def test_stock_v6_tables_refuse_incremental_reads_their_clean_made_partial(tmp_path: Path, name: str) -> None:
+    path = tmp_path / name
+    shutil.copytree(fixture_table_path(name), path, symlinks=True)
+    t = evt.HudiTable.open(path)
+    snap = t.read()
+    for failed in [i.time for i in t.timeline.inflight_writes()]:
+        t.rollback(failed)  # a stock table's failed write, found through its workload profile
+        same_any(t.read(), snap, f"{name}: snapshot unchanged by rolling back {failed}")
+    commits = [i.time for i in t.timeline.completed_commits()]
+    if not commits:
+        pytest.skip(f"{name} has no commits")
+    whole = t.read("incremental", begin="0" * 17)
+    c = t.compaction.schedule(UnBoundedCompactionStrategy())
+    if c is None:
+        pytest.skip(f"{name} has no log files to compact")
+    t.compaction.run(c)
+    same_any(t.read(), snap, f"{name}: snapshot unchanged by the compaction")
+    res = t.clean(KEEP_LATEST_FILE_VERSIONS, 1, dry_run=False)
+    if not res.deleted:
+        pytest.skip(f"{name}: nothing was cleaned")
+    with pytest.raises(ReadError, match="earliest instant still readable"):
+        t.read("incremental", begin="0" * 17, end=commits[-1])
+    same_any(t.read("incremental", begin="0" * 17), whole, f"{name}: incremental over everything")
+    same_any(t.read(), snap, f"{name}: snapshot after the clean")
+
+
+def same_any(a: pa.Table, b: pa.Table, what: str) -> None:
+    cols = [c for c in a.column_names if not c.startswith("_hoodie_file")]
+    assert_same_rows(a, b, cols, what)
+
+
+# -- 5. RO freshness with deletes left behind -------------------------------------------------------------------
+def _restricted(t: pa.Table, threshold_ms: int) -> pa.Table:
+    import pyarrow.compute as pc
+
+    return t.filter(pc.less_equal(t["ev"], threshold_ms))
+
+
+def test_freshness_is_only_promised_where_ro_equals_the_snapshot(tmp_path: Path) -> None:
+    tt = Tracked(make(tmp_path / "t", "event_time"), "event_time")
+    tt.upsert(batch(["a"], 50, 50))
+    tt.upsert(batch(["b"], 60, 60))
+    c = tt.t.compaction.schedule(strategy(100), now_ms=NOW)
+    assert c is not None
+    tt.t.compaction.run(c)
+    tt.upsert(batch(["j"], 100, 100))
+    tt.delete(dels(["a"], 50))
+    tt.upsert(batch(["z"], 5000, 5000))
+    c = tt.t.compaction.schedule(strategy(1000), now_ms=NOW)
+    assert c is not None
+    tt.t.compaction.run(c)
+    fresh = tt.t.ro_freshness()
+    assert fresh.threshold_ms is not None
+    ro = _restricted(tt.t.read("read_optimized"), fresh.threshold_ms)
+    snap = _restricted(tt.t.read(), fresh.threshold_ms)
+    same(ro, snap, f"RO and snapshot restricted to events <= freshness {fresh.threshold_ms}")
+    assert "a" not in _restricted(tt.t.read("read_optimized"), fresh.threshold_ms)["id"].to_pylist()
+    same(tt.t.read(), tt.expected(), "ours")
+
+
+# -- 6. commit-time deletes -----------------------------------------------------------------------------------------
+def test_a_partial_compaction_keeps_the_snapshot_across_a_commit_time_delete(tmp_path: Path) -> None:
+    t = make(tmp_path / "t", "event_time")
+    t.write(batch(["k"], 50, 50))
+    c = t.compaction.schedule(strategy(100), now_ms=NOW)
+    assert c is not None
+    t.compaction.run(c)
+    t.write(dels(["k"]), "delete")  # no ordering value: a commit-time delete
+    t.write(batch(["x"], 1, 1))
+    t.write(batch(["k"], 3, 3))
+    before = t.read()
+    rs_before = rs(t.path)
+    same(before, rs_before, "ours and hudi-rs agree before")
+    c = t.compaction.schedule(strategy(2), now_ms=NOW)
+    assert c is not None and c.links
+    t.compaction.run(c)
+    same(t.read(), before, "ours: the compaction does not change the snapshot")
+    same(rs(t.path), before, "hudi-rs: the compaction does not change the snapshot")
+
+
+# -- 7. Hudi 1.x tables are refused before anything is written -------------------------------------------------------
+@SKIP_NO_SHARED
+@pytest.mark.parametrize("name", ["mor_v8_mor_boundary_windows", "mor_v9_mor_8i4u_commit_time"])
+def test_schedule_on_a_v8_or_v9_table_refuses_and_writes_nothing(tmp_path: Path, name: str) -> None:
+    path = tmp_path / name
+    shutil.copytree(fixture_table_path(name), path, symlinks=True)
+    before = {str(p): p.stat().st_size for p in path.rglob("*")}
+    t = evt.HudiTable.open(path)
+    with pytest.raises(UnsupportedTableError, match="table version"):
+        t.compaction.schedule(UnBoundedCompactionStrategy())
+    for call in (
+        lambda: t.compaction.schedule(strategy(10**12), link_timing="execute"),
+        lambda: t.clean(dry_run=False),
+        lambda: t.write(pa.table({"x": [1]})),
+    ):
+        with pytest.raises(UnsupportedTableError):
+            call()
+    assert {str(p): p.stat().st_size for p in path.rglob("*")} == before
+
+
+# -- 8. the right error types -----------------------------------------------------------------------------------------
+def test_an_incremental_read_without_meta_fields_is_a_read_error(tmp_path: Path) -> None:
+    t = make(tmp_path / "t")
+    t.write(batch(["a"], 1, 1))
+    props = Path(t.path) / ".hoodie" / "hoodie.properties"
+    props.write_text(props.read_text() + "hoodie.populate.meta.fields=false\n")
+    t = evt.HudiTable.open(t.path)
+    with pytest.raises(ReadError, match="meta fields"):
+        t.read("incremental", begin="0" * 17)
+
+
+def test_a_not_null_column_reads_back(tmp_path: Path) -> None:
+    t = make(tmp_path / "t")
+    schema = pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("ts", pa.int64(), nullable=False),
+            pa.field("ev", pa.int64(), nullable=False),
+        ]
+    )
+    t.write(pa.table({"id": ["a", "b"], "ts": [1, 1], "ev": [BASE, BASE]}, schema=schema))
+    t.write(pa.table({"id": ["a"], "ts": [2], "ev": [BASE]}, schema=schema))
+    c = t.compaction.schedule(UnBoundedCompactionStrategy())
+    assert c is not None
+    t.compaction.run(c)
+    t.write(pa.table({"id": ["c"], "ts": [3], "ev": [BASE]}, schema=schema))
+    got = t.read()
+    assert sorted(got["id"].to_pylist()) == ["a", "b", "c"]
+    same(got, rs(t.path), "ours vs hudi-rs with NOT NULL columns")
+
+
+def test_wrong_argument_types_are_evt_errors(tmp_path: Path) -> None:
+    t = make(tmp_path / "t")
+    t.write(batch(["a"], 1, 1))
+    for bad in (None, 5, ""):
+        with pytest.raises(PlanValidationError):
+            t.compaction.run(bad)  # type: ignore[arg-type]
+        with pytest.raises(EvtError):
+            t.compaction.unschedule(bad)  # type: ignore[arg-type]
+
+
+# -- 9. metadata tables --------------------------------------------------------------------------------------------
+def test_a_table_with_a_metadata_table_is_refused_and_can_be_disabled(tmp_path: Path) -> None:
+    t = make(tmp_path / "t")
+    t.write(batch(["a"], 1, 1))
+    props = Path(t.path) / ".hoodie" / "hoodie.properties"
+    text = props.read_text()
+    props.write_text(text + "hoodie.table.metadata.partitions=files,column_stats\n")
+    (Path(t.path) / ".hoodie" / "metadata" / "files").mkdir(parents=True)
+    (Path(t.path) / ".hoodie" / "metadata" / "files" / "x.log").write_bytes(b"mdt")
+    t = evt.HudiTable.open(t.path)
+    snapshot = sorted(str(p) for p in Path(t.path).rglob("*"))
+    for call in (
+        lambda: t.write(batch(["b"], 2, 2)),
+        lambda: t.compaction.schedule(UnBoundedCompactionStrategy()),
+        lambda: t.clean(dry_run=False),
+    ):
+        with pytest.raises(UnsupportedTableError, match="metadata table"):
+            call()
+    assert sorted(str(p) for p in Path(t.path).rglob("*")) == snapshot
+    dry = t.metadata_table.disable()
+    assert dry.dry_run and any("metadata" in f for f in dry.files_to_delete)
+    assert sorted(str(p) for p in Path(t.path).rglob("*")) == snapshot
+    done = t.metadata_table.disable(dry_run=False)
+    assert not done.dry_run and not (Path(t.path) / ".hoodie" / "metadata").exists()
+    t = evt.HudiTable.open(t.path)  # hoodie.properties still valid: checksum checked on open
+    assert "files" not in (t.properties.get("hoodie.table.metadata.partitions") or "")
+    t.write(batch(["b"], 2, 2))
+    assert sorted(t.read()["id"].to_pylist()) == ["a", "b"]
