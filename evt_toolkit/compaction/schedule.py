@@ -30,6 +30,7 @@ Example:
 
 from __future__ import annotations
 
+import os
 import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -54,7 +55,7 @@ from evt_toolkit.errors import EvtError, PendingTableServiceError, PlanValidatio
 from evt_toolkit.faults import fault_point
 from evt_toolkit.format.names import REQUESTED, InstantFileName
 from evt_toolkit.format.ownership import LINK, SCHEDULE, OwnedFile
-from evt_toolkit.storage.ownership import record_ownership
+from evt_toolkit.storage.ownership import MARKER_ROOT, drop_ownership, ownership_records, record_ownership
 from evt_toolkit.table.guards import require_writable
 from evt_toolkit.table.timeline import COMPACTION
 from evt_toolkit.write.instants import new_instant_time
@@ -67,6 +68,7 @@ __all__ = [
     "EXTRA_REMAINING_PREFIX",
     "ScheduledCompaction",
     "plan_file",
+    "remove_abandoned_schedules",
     "schedule_compaction",
 ]
 
@@ -184,6 +186,7 @@ def schedule_compaction(
         raise PlanValidationError(f"exact_split needs an event-time strategy (a threshold T), got {strategy!r}")
     table.refresh()
     require_writable(table, "schedule a compaction")
+    remove_abandoned_schedules(table)
     timeline = table.timeline
     c = instant or new_instant_time((i.time for i in timeline.instants), table.config.timezone)
     check_can_schedule(timeline, c)
@@ -239,6 +242,37 @@ def schedule_compaction(
         links=tuple(links),
         operations=len(plan["operations"]),
     )
+
+
+def remove_abandoned_schedules(table: Table) -> list[str]:
+    """Delete the links of schedules that died before writing their plan; returns the files deleted.
+
+    A schedule records its links (in ``.hoodie/.temp/<C>/``) and creates them before ``C.compaction.requested``. If it
+    is killed in between, ``C`` never reaches the timeline: the links are named with an instant no reader knows, so
+    they are invisible, but a symlink among them would dangle once its target is cleaned or rolled back. Table
+    services call this first. A schedule still running in another process loses its links too; its plan, once
+    written, has them made again by the run (:func:`evt_toolkit.compaction.executor.run_compaction`).
+    """
+    storage = table.storage
+    known = {i.time for i in table.refresh().timeline.instants}
+    _, folders = storage.list_dir(MARKER_ROOT)
+    deleted: list[str] = []
+    for folder in folders:
+        instant = posixpath.basename(folder)
+        if instant in known or not instant.isdigit():
+            continue
+        records = ownership_records(storage, instant)
+        if not records or any(r.phase != SCHEDULE for r in records):
+            continue
+        for path in sorted({f.path for r in records for f in r.files}):
+            if storage.is_local and os.path.islink(storage.full_path(path)):
+                os.unlink(storage.full_path(path))
+                deleted.append(path)
+            elif storage.exists(path):
+                storage.delete_file(path)
+                deleted.append(path)
+        drop_ownership(storage, instant)
+    return deleted
 
 
 def _schema_extra(table: Table) -> dict[str, str]:

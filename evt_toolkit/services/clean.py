@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from evt_toolkit.compaction.schedule import remove_abandoned_schedules
 from evt_toolkit.errors import (
     StorageError,
     TimelineError,
@@ -377,6 +378,8 @@ def clean(
     """
     table.refresh()
     require_writable(table, "clean", merge_on_read=False)
+    if not dry_run:
+        remove_abandoned_schedules(table)
     if any(i.action == SAVEPOINT for i in table.timeline.instants):
         raise UnsupportedFeatureError(
             f"{table.storage.uri} has savepoints; cleaning around savepointed files is not supported"

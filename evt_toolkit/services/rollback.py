@@ -45,6 +45,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from evt_toolkit.compaction.schedule import remove_abandoned_schedules
 from evt_toolkit.errors import EvtError, LogFormatError, StorageError
 from evt_toolkit.faults import fault_point
 from evt_toolkit.format.log_writer import encode_rollback_command_block
@@ -535,6 +536,7 @@ def rollback(table: Table, instant: str) -> RollbackResult:
     """
     table.refresh()
     require_writable(table, f"roll back {instant}")
+    remove_abandoned_schedules(table)
     resumed = _resume(table, instant)
     if resumed is not None:
         return resumed

@@ -34,7 +34,7 @@ def earliest_retained(timeline: Timeline, view: FileSystemView) -> str | None:
 
     Like ``TimelineUtils.validateTimestampAsOf``, the last completed clean's ``earliestCommitToRetain`` bounds time
     travel. A KEEP_LATEST_FILE_VERSIONS clean records none (as in Hudi), so for those the bound is derived from
-    what they deleted: for each file group, the oldest surviving slice after the newest deleted one.
+    what they deleted (or planned to): for each file group, the oldest surviving slice after the newest deleted one.
 
     Returns:
         The bound, or ``None`` when no clean limits reads.
@@ -54,7 +54,14 @@ def earliest_retained(timeline: Timeline, view: FileSystemView) -> str | None:
                 groups = {(g.partition_path, g.file_id): g for g in view.file_groups()}
             newest: dict[tuple[str, str], str] = {}
             for partition, pm in (meta.get("partitionMetadata") or {}).items():
-                for name in pm.get("successDeleteFiles") or []:
+                # Every file the plan meant to delete: one already gone when a crashed clean was resumed is
+                # recorded as a failed delete, but the state that needed it is just as unreadable.
+                planned = [
+                    *(pm.get("deletePathPatterns") or []),
+                    *(pm.get("successDeleteFiles") or []),
+                    *(pm.get("failedDeleteFiles") or []),
+                ]
+                for name in planned:
                     parsed = _slice_of(str(name))
                     if parsed is not None:
                         key = (str(partition), parsed[0])

@@ -297,7 +297,8 @@ def write(
             (otherwise read from ``hoodie.properties``, else Hudi's defaults).
 
     Returns:
-        The completed instant.
+        The completed instant; ``""`` when a delete found nothing to delete on a table that never held a record
+        (nothing is committed then).
 
     Raises:
         SchemaMismatchError: a required field is missing or mistyped, or the columns differ from the table schema.
@@ -375,6 +376,10 @@ def write(
             de = de.slice(0, 0)
         tasks.append((fg, up, de))
 
+    if not tasks and first_delete:
+        # Deletes on a table that never held a record delete nothing; an empty commit without a schema would leave
+        # the table unreadable for stock readers that resolve the schema from the latest commit (hudi-rs).
+        return ""
     operation_type = op.upper()
     storage = table.storage
     storage.write_bytes_atomic(_instant_file(table, instant, REQUESTED), b"")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -198,8 +199,10 @@ def test_links_are_idempotent_and_conflicts_named(tmp_path: Path) -> None:
     c2 = schedule_compaction(t, _strategy(), instant=c.instant)
     assert c2 is not None and c2.links == c.links
     same(snapshot(t), before, "after re-schedule")
-    # A differing file under a link name is reported, never replaced.
+    # A differing file under a link name that the schedule did not create (no record of it) is reported, never
+    # replaced. (A recorded link of an abandoned schedule is removed before scheduling again.)
     Path(t.storage.full_path(f".hoodie/{c.instant}.compaction.requested")).unlink()
+    shutil.rmtree(t.storage.full_path(f".hoodie/.temp/{c.instant}"))
     link = Path(t.storage.full_path(c.links[0].symlink_path))
     link.write_bytes(b"other")
     with pytest.raises(PlanValidationError, match=c.links[0].symlink):
