@@ -168,8 +168,10 @@ def _log_info(
             continue
         if last_instant is None or (b.instant is not None and b.instant > last_instant):
             last_instant = b.instant
-        if b.block_type not in _DATA_BLOCKS or b.record_count == 0:
+        if b.block_type in _DATA_BLOCKS and b.record_count == 0:
             continue
+        # Delete blocks count like data: a delete of a row with event time ≤ T must be compacted for the RO view
+        # to agree with the snapshot, and one of unknown event time makes the file's min unknown.
         has_data = True
         if b.min_event_time is None:
             unknown = True  # one block of unknown min makes the file's min unknown: it could be the smallest

@@ -51,8 +51,9 @@ class LogFileInfo:
         size: bytes on storage.
         min_event_time: minimum event time (epoch ms) over the committed data blocks, ``None`` when unknown.
         min_event_time_source: ``header``, ``write_stats`` or ``scan`` (design §2.2); ``None`` when unknown.
-        has_data: at least one committed data block with records. Logs holding only delete or command blocks
-            have ``False`` and never extend a compaction prefix by themselves (design §2.3).
+        has_data: at least one committed data block with records or one committed delete block. Logs holding
+            only command blocks have ``False`` and never extend a compaction prefix by themselves (design §2.3);
+            deletes count, with the event times of the records they delete (``docs/data-safety.md`` §3).
         instant: the instant that last wrote a committed block into the file, when known.
         max_event_time: maximum event time (epoch ms) from the write stats, when recorded.
         uncommitted_blocks: blocks written by instants that have not completed (an inflight or failed write).

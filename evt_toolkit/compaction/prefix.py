@@ -9,7 +9,7 @@ one would overwrite newer values — silent data loss. So the compacted set must
 
 Two kinds of log never make the prefix longer by themselves:
 
-* logs without data records (``has_data`` False: delete-only or command blocks) — they hold no event time;
+* logs without records (``has_data`` False: only command blocks) — they hold no event time;
 * logs whose min event time is unknown (``None``). Such a log *blocks*: it cannot be proven to hold events ≤ T,
   so it is not selected; it is compacted only when a later selected log forces the prefix past it (the replay
   order then requires it). An unknown log left behind means the plan cannot promise RO freshness T; callers

@@ -10,9 +10,10 @@ import pyarrow as pa
 
 from evt_toolkit.errors import EvtError
 from evt_toolkit.format.eventtime import EpochUnit, event_time_stats
+from evt_toolkit.format.extra_metadata import DeleteEventTimes
 from evt_toolkit.format.log_content import read_block_records
 from evt_toolkit.format.logfile import BlockType, HeaderKey, LogBlock, scan_log_blocks
-from evt_toolkit.table.write_stats import log_event_time_index
+from evt_toolkit.table.write_stats import delete_event_time_index, log_event_time_index
 
 if TYPE_CHECKING:
     from evt_toolkit.table.fs_view import LogFile
@@ -56,6 +57,7 @@ class Inspect:
     def __init__(self, table: Table) -> None:
         self._table = table
         self._scan_cache: dict[tuple[str, int, int], MinEventTime] = {}
+        self._deletes: dict[tuple[str, str], DeleteEventTimes] = {}
 
     def log_blocks(
         self,
@@ -85,6 +87,7 @@ class Inspect:
         groups = t.view.file_groups()
         rows: dict[str, list[object]] = {f.name: [] for f in LOG_BLOCKS_SCHEMA}
         stats_index = log_event_time_index(t.timeline, "minEventTime") if field else {}
+        self._deletes = delete_event_time_index(t.timeline) if field else {}
         for g in groups:
             if partition is not None and g.partition_path != partition:
                 continue
@@ -143,6 +146,13 @@ class Inspect:
         unit: EpochUnit,
         stats_index: dict[tuple[str, str], int],
     ) -> MinEventTime:
+        if blk.block_type == BlockType.DELETE:
+            # A delete block has no event-time column: the writer records the deleted records' event times, when it
+            # knew them, beside the write stats (evt.write.delete_event_times); otherwise they are unknown.
+            d = self._deletes.get((lf.name, blk.instant_time or "")) if field else None
+            if d is None or not d.known:
+                return MinEventTime(None, None, None)
+            return MinEventTime(d.min_ms, "write_stats", None)
         if not blk.is_data or blk.block_type == BlockType.CDC_DATA:
             return MinEventTime(None, None, None)
         header_value = blk.min_event_time_header

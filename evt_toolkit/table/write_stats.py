@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from evt_toolkit.errors import EvtError
+from evt_toolkit.format.extra_metadata import WRITE_DELETE_EVENT_TIMES, DeleteEventTimes, decode_delete_event_times
 from evt_toolkit.table.timeline import Timeline
 
 EventTimeStat = Literal["minEventTime", "maxEventTime"]
@@ -36,4 +37,26 @@ def log_event_time_index(timeline: Timeline, stat: EventTimeStat) -> dict[tuple[
                 value = _as_int(st.get(stat))
                 if name.startswith(".") and value is not None:
                     out[(name, inst.time)] = value
+    return out
+
+
+def delete_event_time_index(timeline: Timeline) -> dict[tuple[str, str], DeleteEventTimes]:
+    """``(log file name, writing instant) -> DeleteEventTimes`` recorded by the toolkit's writer.
+
+    Hudi's ``minEventTime`` counts the records a file writes, not those it deletes; the toolkit records the event times
+    of deleted records (when the delete batch carried the event-time field) in the deltacommit's ``extraMetadata``.
+    A file missing from the index has deletes of unknown event time.
+    """
+    out: dict[tuple[str, str], DeleteEventTimes] = {}
+    for inst in timeline.completed_commits():
+        try:
+            meta = timeline.commit_metadata(inst)
+            text = (meta.get("extraMetadata") or {}).get(WRITE_DELETE_EVENT_TIMES)
+            if not text:
+                continue
+            decoded = decode_delete_event_times(str(text), inst.time)
+        except EvtError:
+            continue
+        for path, d in decoded.items():
+            out[(path.rsplit("/", 1)[-1], inst.time)] = d
     return out

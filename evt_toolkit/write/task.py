@@ -25,7 +25,8 @@ import pyarrow.compute as pc
 
 from evt_toolkit.errors import EvtError, SchemaMismatchError, StorageError, WriteError
 from evt_toolkit.faults import fault_point
-from evt_toolkit.format.eventtime import EpochUnit, event_time_stats
+from evt_toolkit.format.eventtime import EpochUnit, event_time_stats, to_epoch_ms
+from evt_toolkit.format.extra_metadata import DeleteEventTimes
 from evt_toolkit.format.log_writer import (
     META_FIELDS,
     encode_avro_data_block,
@@ -57,6 +58,11 @@ __all__ = [
 BUCKET_COLUMN = "_evt_bucket"
 #: Ordering value column of the delete table (``DeleteRecord.orderingVal``).
 DELETE_ORDERING_COLUMN = "ordering_value"
+#: Epoch milliseconds of a deleted record's event time, when the delete batch carries the event-time field (recorded
+#: in the write stats, so a log of deletes has a known min event time; ``docs/data-safety.md`` §3).
+DELETE_EVENT_TIME_COLUMN = "_evt_event_time_ms"
+#: Key of a task's stat dict carrying its log file's :class:`DeleteEventTimes` to the driver (never committed).
+DELETE_EVENT_TIMES_STAT = "_evtDeleteEventTimes"
 PARTITION_METAFILE = ".hoodie_partition_metadata"
 IS_DELETED_FIELD = "_hoodie_is_deleted"
 
@@ -270,6 +276,7 @@ def _empty_deletes(ordering_type: pa.DataType) -> pa.Table:
             _PART: pa.array([], pa.string()),
             DELETE_ORDERING_COLUMN: pa.array([], ordering_type),
             BUCKET_COLUMN: pa.array([], pa.int32()),
+            DELETE_EVENT_TIME_COLUMN: pa.array([], pa.int64()),
         }
     )
 
@@ -327,8 +334,20 @@ def prepare_batch(
             ordering_values: pa.Array = ordering.take(keep)
         else:
             ordering_values = pa.array(np.zeros(n, dtype=np.int32))
+        field = spec.event_time_field
+        if field and field in data.column_names:
+            unit: EpochUnit = spec.event_time_unit  # type: ignore[assignment]
+            event_ms = to_epoch_ms(data[field].take(keep), unit, field=field)
+        else:
+            event_ms = pa.nulls(n, pa.int64())
         deletes = pa.table(
-            {_KEY: keys, _PART: partitions, DELETE_ORDERING_COLUMN: ordering_values, BUCKET_COLUMN: buckets}
+            {
+                _KEY: keys,
+                _PART: partitions,
+                DELETE_ORDERING_COLUMN: ordering_values,
+                BUCKET_COLUMN: buckets,
+                DELETE_EVENT_TIME_COLUMN: event_ms,
+            }
         )
         return _empty_upserts(spec), deletes
 
@@ -371,6 +390,7 @@ class _Unit:
     deletes: int
     min_event_time: int | None
     max_event_time: int | None
+    deleted: DeleteEventTimes | None = None
 
 
 @dataclass(slots=True)
@@ -381,6 +401,7 @@ class _LogFileOut:
     deletes: int = 0
     min_event_time: int | None = None
     max_event_time: int | None = None
+    deleted: DeleteEventTimes | None = None
 
     @property
     def size(self) -> int:
@@ -438,6 +459,20 @@ def _event_bounds(table: pa.Table, spec: WriteJobSpec) -> tuple[int | None, int 
     unit: EpochUnit = spec.event_time_unit  # type: ignore[assignment]
     st = event_time_stats(table[field], unit, field=field)
     return st.min_ms, st.max_ms
+
+
+def _delete_event_bounds(deletes: pa.Table) -> tuple[bool, int | None, int | None]:
+    """``(known, min, max)`` event time of the deleted records; known only when every one of them is.
+
+    A delete of unknown event time could remove a row of any event time, so one unknown makes the bounds unknown.
+    """
+    if DELETE_EVENT_TIME_COLUMN not in deletes.column_names or not deletes.num_rows:
+        return False, None, None
+    ms = deletes[DELETE_EVENT_TIME_COLUMN]
+    if ms.null_count:
+        return False, None, None
+    mm = pc.min_max(ms)
+    return True, mm["min"].as_py(), mm["max"].as_py()
 
 
 def _rows_per_block(records: pa.Table, schema: dict[str, Any], spec: WriteJobSpec) -> int:
@@ -589,6 +624,7 @@ def write_file_group(
         units = _data_units(records, spec)
         if deletes.num_rows:
             delete_block = _delete_block(deletes, spec)
+            known, dmin, dmax = _delete_event_bounds(deletes)
             if units:
                 last = units[-1]
                 units[-1] = _Unit(
@@ -597,9 +633,12 @@ def write_file_group(
                     deletes.num_rows,
                     last.min_event_time,
                     last.max_event_time,
+                    DeleteEventTimes(known, dmin, dmax),
                 )
             else:
-                units.append(_Unit((delete_block,), 0, deletes.num_rows, None, None))
+                units.append(
+                    _Unit((delete_block,), 0, deletes.num_rows, None, None, DeleteEventTimes(known, dmin, dmax))
+                )
     except EvtError as exc:
         if isinstance(exc, WriteError):
             raise
@@ -613,6 +652,7 @@ def write_file_group(
         cur.chunks.extend(unit.blocks)
         cur.records += unit.records
         cur.deletes += unit.deletes
+        cur.deleted = unit.deleted.merge(cur.deleted) if unit.deleted is not None else cur.deleted
         cur.min_event_time = _min(cur.min_event_time, unit.min_event_time)
         cur.max_event_time = _max(cur.max_event_time, unit.max_event_time)
         if cur.size > spec.max_log_file_size and i + 1 < len(units):
@@ -639,6 +679,10 @@ def write_file_group(
         except StorageError as exc:
             raise WriteError(f"instant {spec.instant}: cannot write log file {storage.full_path(rel)}: {exc}") from exc
         elapsed = int((time.monotonic() - started) * 1000)
-        stats.append(_write_stat(spec, fg, out, name, elapsed))
+        stat = _write_stat(spec, fg, out, name, elapsed)
+        if out.deleted is not None:
+            # Not a HoodieWriteStat field: the driver moves it into the commit's extraMetadata.
+            stat[DELETE_EVENT_TIMES_STAT] = out.deleted
+        stats.append(stat)
     fault_point("write.after_task")
     return stats

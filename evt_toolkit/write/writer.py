@@ -33,6 +33,7 @@ from evt_toolkit.errors import (
     WriteError,
 )
 from evt_toolkit.faults import fault_point
+from evt_toolkit.format.extra_metadata import WRITE_DELETE_EVENT_TIMES, DeleteEventTimes, encode_delete_event_times
 from evt_toolkit.format.log_writer import META_FIELDS, arrow_to_avro_schema, avro_schema_json, with_meta_fields
 from evt_toolkit.format.metadata import encode_commit_metadata_json, write_stat
 from evt_toolkit.format.names import COMPLETED, INFLIGHT, REQUESTED, InstantFileName
@@ -52,7 +53,13 @@ from evt_toolkit.write.plan import (
     plan_file_group_writes,
     reserved_versions,
 )
-from evt_toolkit.write.task import BUCKET_COLUMN, check_required_fields, prepare_batch, write_file_group
+from evt_toolkit.write.task import (
+    BUCKET_COLUMN,
+    DELETE_EVENT_TIMES_STAT,
+    check_required_fields,
+    prepare_batch,
+    write_file_group,
+)
 
 if TYPE_CHECKING:
     from evt_toolkit.table.table import Table
@@ -402,13 +409,20 @@ def write(
         raise WriteError(f"deltacommit {instant}: the executor returned {len(results)} results for {len(tasks)} tasks")
 
     partition_stats: dict[str, list[dict[str, Any]]] = {}
+    deleted: dict[str, DeleteEventTimes] = {}
     for stats in results:
         for st in stats:
+            d = st.pop(DELETE_EVENT_TIMES_STAT, None)
+            if d is not None:
+                deleted[str(st["path"])] = d
             partition_stats.setdefault(st["partitionPath"], []).append(st)
+    extra = {"schema": schema_text} if schema_text else {}
+    if deleted:
+        extra[WRITE_DELETE_EVENT_TIMES] = encode_delete_event_times(deleted)
     metadata = {
         "partitionToWriteStats": {p: partition_stats[p] for p in sorted(partition_stats)},
         "compacted": False,
-        "extraMetadata": {"schema": schema_text} if schema_text else {},
+        "extraMetadata": extra,
         "operationType": operation_type,
     }
     # HoodieTable.reconcileAgainstMarkers: files a failed task attempt created, which no write stat lists, would be

@@ -131,16 +131,29 @@ def expected_ro(t: evt.HudiTable, instant: str) -> pa.Table:
 
 
 def remaining_logs_ok(t: evt.HudiTable, threshold: int, scheduled_at: str) -> list[str]:
-    """Freshness rule: every remaining log has min event time > T or was written after scheduling."""
+    """Prefix rule: every remaining log of known min event time has it > T, or was written after scheduling.
+
+    A log of unknown min event time (e.g. deletes whose event time was not given) may stay: the plan cannot prove it
+    holds events ≤ T, and :func:`freshness_holds` checks what the table then promises.
+    """
     from evt_toolkit.compaction.event_times import slice_infos
 
     bad = []
     for s in slice_infos(t.refresh()):
         for lf in s.log_files:
             late = lf.instant is not None and lf.instant >= scheduled_at  # carry-over blocks carry C itself
-            if lf.has_data and not late and (lf.min_event_time is None or lf.min_event_time <= threshold):
+            if lf.has_data and not late and lf.min_event_time is not None and lf.min_event_time <= threshold:
                 bad.append(f"{lf.name} min={lf.min_event_time}")
     return bad
+
+
+def freshness_holds(t: evt.HudiTable) -> None:
+    """The reported RO freshness is true: RO and snapshot agree on every event up to it."""
+    f = t.refresh().ro_freshness()
+    if f.threshold_ms is None:
+        return
+    keep = pc.field("ev") <= f.threshold_ms
+    same(t.read("read_optimized").filter(keep), t.read().filter(keep), f"RO and snapshot up to {f.threshold_ms}")
 
 
 def snapshot(t: evt.HudiTable, **kw: Any) -> pa.Table:

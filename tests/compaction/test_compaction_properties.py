@@ -27,6 +27,7 @@ from tests.compaction.helpers import (
     create,
     deletes,
     expected_ro,
+    freshness_holds,
     hudi_rs,
     remaining_logs_ok,
     rows,
@@ -92,6 +93,7 @@ def test_random_histories(
             same(hudi_rs(t.path), before, "hudi-rs snapshot")
             same(t.read("read_optimized"), want_ro, "RO = base ⊕ compacted prefix")
             assert remaining_logs_ok(t, thr, c.instant) == []
+            freshness_holds(t)
             t.write(rows([1, 2, 3], 61 + r, 100 + r))  # more late data for the next round
     finally:
         shutil.rmtree(root, ignore_errors=True)
