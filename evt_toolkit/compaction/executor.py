@@ -326,6 +326,7 @@ def run_compaction(
             exact_split=planned_split and slot,
             threshold=threshold,
             fault_hook=fault_hook,
+            storage_options=storage.options,
         )
         for i, op in enumerate(ops)
     ]

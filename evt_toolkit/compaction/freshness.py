@@ -49,7 +49,7 @@ import pyarrow.compute as pc
 from evt_toolkit.compaction.event_times import slice_infos
 from evt_toolkit.compaction.plan import EXTRA_LINK_MODE, EXTRA_LINK_TIMING, EXTRA_STRATEGY, EXTRA_THRESHOLD_MS
 from evt_toolkit.compaction.strategy import iso_ms
-from evt_toolkit.errors import EvtError
+from evt_toolkit.errors import EvtError, StorageError
 from evt_toolkit.eventtime import EpochUnit, to_epoch_ms
 from evt_toolkit.format.log_content import read_block_records
 from evt_toolkit.format.logfile import BlockType, scan_log_blocks
@@ -150,10 +150,9 @@ def _mtime_instant(storage: TableStorage | None, rel: str | None) -> str | None:
     if storage is None or rel is None:
         return None
     try:
-        info = storage.fs.get_file_info(storage.full_path(rel))
-    except OSError:
+        mtime = storage.mtime(rel)
+    except (OSError, StorageError):
         return None
-    mtime = info.mtime
     if mtime is None:
         return None
     dt = mtime if mtime.tzinfo is not None else mtime.replace(tzinfo=UTC)

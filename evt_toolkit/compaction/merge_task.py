@@ -67,6 +67,7 @@ from evt_toolkit.read.slice_reader import (
     select_log_blocks,
 )
 from evt_toolkit.storage.fs import TableStorage
+from evt_toolkit.storage.options import StorageOptions
 from evt_toolkit.table.config import load_table_config
 from evt_toolkit.table.fs_view import BaseFile, FileSystemView, LogFile
 from evt_toolkit.table.timeline import Timeline
@@ -100,6 +101,7 @@ class MergeTask:
         exact_split: records with event time > ``threshold`` go to the carry-over log.
         threshold: T in epoch ms.
         fault_hook: test hook for fault injection (``None`` in production).
+        storage_options: how the task reaches the table's storage (credentials are redacted in the repr).
     """
 
     table_uri: str
@@ -110,6 +112,7 @@ class MergeTask:
     exact_split: bool = False
     threshold: int | None = None
     fault_hook: FaultHook | None = field(default=None, compare=False)
+    storage_options: StorageOptions | None = field(default=None, compare=False)
 
     @property
     def partition_path(self) -> str:
@@ -320,12 +323,14 @@ def run_merge_task(task: MergeTask) -> dict[str, Any]:
         UnsupportedFeatureError: partial-update blocks, or a table without meta fields.
     """
     started = time.monotonic()
-    storage = TableStorage.from_uri(task.table_uri)
+    storage = TableStorage.from_uri(task.table_uri, task.storage_options)
     op = task.operation
     partition = task.partition_path
+    storage.list_dir(partition)  # one listing gives every size below (object stores: no HEAD per file)
     logs = tuple(_log_file(storage, partition, n) for n in op.get("deltaFilePaths") or [])
     data_file = op.get("dataFilePath")
     base_file = _base_file(storage, partition, str(data_file)) if data_file else None
+    storage.prefetch([lf.path for lf in logs] + ([base_file.path] if base_file is not None else []))
     blocks, rollbacks = _check_blocks(storage, logs)
     ctx, _config = _context(storage)
     if ctx.derives_keys:

@@ -21,6 +21,11 @@ from evt_toolkit.table.timeline import Timeline
 QUERY_TYPES = ("snapshot", "read_optimized", "incremental")
 
 
+def slice_paths(slices: Sequence[FileSlice]) -> list[str]:
+    """Base and log files of ``slices`` (what a read fetches; object stores prefetch them in parallel)."""
+    return [p for s in slices for p in ([s.base_file.path] if s.base_file else []) + [lf.path for lf in s.log_files]]
+
+
 def normalize_instant(value: str | int, what: str) -> str:
     """Accept Hudi's instant formats (``yyyyMMddHHmmss[SSS]``, ``yyyy-MM-dd HH:mm:ss[.SSS]``) as a 17-char instant.
 
@@ -107,6 +112,7 @@ class TableReader:
         if query_instant is None:
             return self._project(ctx.schema.empty_table(), columns)
         slices = self.view.latest_merged_file_slices(as_of)
+        self.storage.prefetch(slice_paths(slices))
         parts = [read_file_slice(ctx, s) for s in slices]
         return self._project(self._concat(parts, ctx.schema), columns)
 
@@ -116,7 +122,9 @@ class TableReader:
             as_of = normalize_instant(as_of, "as_of")
             self._check_retained(as_of)
         ctx = self._context(as_of)
-        parts = [read_base_file(ctx, b) for b in self.view.latest_base_files(as_of)]
+        bases = self.view.latest_base_files(as_of)
+        self.storage.prefetch(b.path for b in bases)
+        parts = [read_base_file(ctx, b) for b in bases]
         return self._project(self._concat(parts, ctx.schema), columns)
 
     def incremental(self, begin: str | None, end: str | None = None, columns: Sequence[str] | None = None) -> pa.Table:
@@ -163,6 +171,7 @@ class TableReader:
         slices: list[FileSlice] = [
             s for s in self.view.latest_merged_file_slices(last) if (s.partition_path, s.file_id) in touched
         ]
+        self.storage.prefetch(slice_paths(slices))
         table = self._concat([read_file_slice(ctx, s) for s in slices], ctx.schema)
         commit_time = table["_hoodie_commit_time"]
         if layout2:

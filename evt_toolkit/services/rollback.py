@@ -364,7 +364,7 @@ def _execute(
     if action == DELTA_COMMIT:
         # WriteMarkers.quietDeleteMarkerDir: the markers only served to find the instant's files.
         with contextlib.suppress(OSError, EvtError):
-            storage.fs.delete_dir(storage.full_path(posixpath.join(MARKER_FOLDER, target)))
+            storage.delete_dir(posixpath.join(MARKER_FOLDER, target))
     table.refresh()
     return RollbackResult(
         instant=rollback_instant,

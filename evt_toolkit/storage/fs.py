@@ -193,7 +193,7 @@ class TableStorage:
             if not bucket:
                 raise StorageError(f"{text}: no bucket in the URI (expected {scheme}://bucket/path)")
             family = SCHEMES[scheme]
-            if storage_options is None and not legacy:
+            if not storage_options and not legacy:
                 with _REGISTRY_LOCK:
                     options = _REGISTRY.get(_root_key(family, bucket), StorageOptions())
             else:
@@ -330,7 +330,14 @@ class TableStorage:
 
     # -- reading ---------------------------------------------------------------------------------------------------
     def exists(self, rel: str) -> bool:
-        """Whether a file (or, on object stores, any object under ``rel/``) exists."""
+        """Whether a file (or, on object stores, any object under ``rel/``) exists.
+
+        A data file this storage listed (and did not delete since) exists without a request.
+        """
+        if self._cacheable(rel):
+            with self._lock:
+                if rel in self._sizes:
+                    return True
         if self._backend.head(rel) is not None:
             return True
         if self.is_object_store:

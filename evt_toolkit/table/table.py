@@ -56,14 +56,20 @@ class HudiTable:
         self._view: FileSystemView | None = None
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str]) -> HudiTable:
-        """Open the table at a local path or URI.
+    def open(cls, path: str | os.PathLike[str], storage_options: Mapping[str, Any] | None = None) -> HudiTable:
+        """Open the table at a local path or URI (``s3://``, ``s3a://``, ``gs://``, ``abfs://``, ``hdfs://``, ...).
+
+        Args:
+            path: the table's base path.
+            storage_options: object-store settings (``aws_endpoint_url``, ``aws_access_key_id``,
+                ``aws_secret_access_key``, ``aws_region``, ``aws_allow_http``, ...; see ``docs/storage.md``).
 
         Raises:
+            StorageError: the store cannot be reached or configured (names the full URI, never a credential).
             TableConfigError: ``.hoodie/hoodie.properties`` is missing or invalid.
             UnsupportedTableError: table version other than 6, 8 or 9.
         """
-        storage = TableStorage.from_uri(path)
+        storage = TableStorage.from_uri(path, storage_options)
         config = load_table_config(storage)
         if config.version not in (6, 8, 9):
             raise UnsupportedTableError(f"table version {config.version} of {storage.uri} is not supported")
@@ -81,6 +87,7 @@ class HudiTable:
         buckets: int = 4,
         merge_mode: str = "commit_time",
         min_event_time_header: bool = False,
+        storage_options: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> HudiTable:
         """Create an empty MERGE_ON_READ table (version 6, bucket index); see
@@ -102,6 +109,7 @@ class HudiTable:
             buckets,
             merge_mode,
             min_event_time_header,
+            storage_options=storage_options,
             **kwargs,
         )
 
@@ -141,6 +149,7 @@ class HudiTable:
         """Forget the loaded timeline and listing (after another writer changed the table)."""
         self._timeline = None
         self._view = None
+        self.storage.clear_cache()
         self.__dict__.pop("inspect", None)
         return self
 

@@ -341,6 +341,7 @@ def write(
     instant = new_instant_time([i.time for i in timeline], cfg.timezone)
     spec = WriteJobSpec(
         table_uri=table.storage.uri,
+        storage_options=table.storage.options,
         instant=instant,
         operation=op,
         avro_schema_json=avro_schema_json(with_meta_fields(writer_schema)),
@@ -413,6 +414,6 @@ def write(
     fault_point("write.after_complete")
     # Hudi deletes the instant's marker folder once the commit is complete (WriteMarkers.quietDeleteMarkerDir).
     with contextlib.suppress(OSError, EvtError):
-        storage.fs.delete_dir(storage.full_path(posixpath.join(".hoodie/.temp", instant)))
+        storage.delete_dir(posixpath.join(".hoodie/.temp", instant))
     table.refresh()
     return instant
