@@ -178,6 +178,8 @@ def create_link(storage: TableStorage, link: PartitionLink, mode: str) -> str:
 def create_links(storage: TableStorage, links: Iterable[PartitionLink], mode: str) -> int:
     """Create every link (idempotently, in parallel with the storage's bounded concurrency); returns how many were
     newly created."""
-    return sum(
-        1 for r in storage.parallel(lambda link: create_link(storage, link, mode), list(links)) if r == "created"
-    )
+    todo = list(links)
+    if not storage.is_object_store:
+        # One at a time locally: a crash leaves a prefix of the links, as the crash-recovery tests expect.
+        return sum(1 for link in todo if create_link(storage, link, mode) == "created")
+    return sum(1 for r in storage.parallel(lambda link: create_link(storage, link, mode), todo) if r == "created")
