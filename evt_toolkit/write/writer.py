@@ -412,8 +412,10 @@ def write(
     fault_point("write.before_complete")
     storage.write_bytes_atomic(_instant_file(table, instant, COMPLETED), encode_commit_metadata_json(metadata))
     fault_point("write.after_complete")
-    # Hudi deletes the instant's marker folder once the commit is complete (WriteMarkers.quietDeleteMarkerDir).
-    with contextlib.suppress(OSError, EvtError):
-        storage.delete_dir(posixpath.join(".hoodie/.temp", instant))
+    # Hudi deletes the instant's marker folder once the commit is complete (WriteMarkers.quietDeleteMarkerDir). On
+    # object stores that is a LIST and a DELETE per commit for files nothing reads again: they are left there.
+    if not storage.is_object_store:
+        with contextlib.suppress(OSError, EvtError):
+            storage.delete_dir(posixpath.join(".hoodie/.temp", instant))
     table.refresh()
     return instant
