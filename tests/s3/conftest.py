@@ -23,6 +23,11 @@ CHILD = textwrap.dedent(
 
     uri, action, *args = sys.argv[1:]
     t = evt.HudiTable.open(uri, storage_options=json.loads(os.environ["EVT_TEST_STORAGE_OPTIONS"]))
+    t.timeline  # loaded before the start line: racing children see the same table
+    if os.environ.get("EVT_TEST_START_AT"):
+        import time
+
+        time.sleep(max(0.0, float(os.environ["EVT_TEST_START_AT"]) - time.time()))
     if action == "write":
         t.write(pq.read_table(args[0]), args[1])
     elif action == "write_at":  # a writer that picked instant args[2] (two writers racing for one instant)
@@ -49,8 +54,13 @@ CHILD = textwrap.dedent(
 )
 
 
-def run_child(uri: str, options: dict[str, str], fault: str | None, action: str, *args: str) -> subprocess.Popen[str]:
-    env = {k: v for k, v in os.environ.items() if k != "EVT_FAULT_AT"}
+def run_child(
+    uri: str, options: dict[str, str], fault: str | None, action: str, *args: str, start_at: float | None = None
+) -> subprocess.Popen[str]:
+    """Start a child on the S3 table; with ``start_at`` (epoch seconds) it opens the table, then waits for it."""
+    env = {k: v for k, v in os.environ.items() if k not in ("EVT_FAULT_AT", "EVT_TEST_START_AT")}
+    if start_at is not None:
+        env["EVT_TEST_START_AT"] = str(start_at)
     env["EVT_TEST_STORAGE_OPTIONS"] = json.dumps(options)
     if fault:
         env["EVT_FAULT_AT"] = fault

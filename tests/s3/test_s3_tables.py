@@ -189,8 +189,10 @@ def test_killed_compaction_recovers(
 def test_two_schedulers_race_for_one_instant(s3_server: S3Server, s3_bucket: str, tmp_path: Path) -> None:
     t, _ = _written(s3_server, s3_bucket, tmp_path)
     instant = time.strftime("%Y%m%d%H%M%S", time.gmtime()) + "999"
+    start = time.time() + 8
     procs = [
-        run_child(t.path, s3_server.options, None, "schedule", str(T), "copy", "schedule", instant) for _ in range(2)
+        run_child(t.path, s3_server.options, None, "schedule", str(T), "copy", "schedule", instant, start_at=start)
+        for _ in range(2)
     ]
     results = [_wait(p) for p in procs]
     ok = [r for r in results if r[0] == 0]
@@ -214,7 +216,11 @@ def test_two_writers_race_for_one_instant(s3_server: S3Server, s3_bucket: str, t
     pq.write_table(pa.Table.from_pandas(a, preserve_index=False), pa_a)
     pq.write_table(pa.Table.from_pandas(b, preserve_index=False), pa_b)
     instant = time.strftime("%Y%m%d%H%M%S", time.gmtime()) + "998"
-    procs = [run_child(t.path, s3_server.options, None, "write_at", str(p), "upsert", instant) for p in (pa_a, pa_b)]
+    start = time.time() + 8
+    procs = [
+        run_child(t.path, s3_server.options, None, "write_at", str(p), "upsert", instant, start_at=start)
+        for p in (pa_a, pa_b)
+    ]
     results = [_wait(p) for p in procs]
     winners = [i for i, r in enumerate(results) if r[0] == 0]
     assert len(winners) == 1, [(r[0], r[2][-800:]) for r in results]
