@@ -188,7 +188,7 @@ def test_killed_compaction_recovers(
 
 def test_two_schedulers_race_for_one_instant(s3_server: S3Server, s3_bucket: str, tmp_path: Path) -> None:
     t, _ = _written(s3_server, s3_bucket, tmp_path)
-    instant = time.strftime("%Y%m%d%H%M%S", time.gmtime()) + "999"
+    instant = time.strftime("%Y%m%d%H%M%S", time.gmtime(time.time() + 60)) + "999"  # after every write
     start = time.time() + 8
     procs = [
         run_child(t.path, s3_server.options, None, "schedule", str(T), "copy", "schedule", instant, start_at=start)
@@ -215,7 +215,7 @@ def test_two_writers_race_for_one_instant(s3_server: S3Server, s3_bucket: str, t
     pa_a, pa_b = tmp_path / "a.parquet", tmp_path / "b.parquet"
     pq.write_table(pa.Table.from_pandas(a, preserve_index=False), pa_a)
     pq.write_table(pa.Table.from_pandas(b, preserve_index=False), pa_b)
-    instant = time.strftime("%Y%m%d%H%M%S", time.gmtime()) + "998"
+    instant = time.strftime("%Y%m%d%H%M%S", time.gmtime(time.time() + 60)) + "998"  # after every write
     start = time.time() + 8
     procs = [
         run_child(t.path, s3_server.options, None, "write_at", str(p), "upsert", instant, start_at=start)
