@@ -65,6 +65,7 @@ class HudiTable(Table):
         buckets: int = 4,
         merge_mode: str = "commit_time",
         min_event_time_header: bool = False,
+        storage_options: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> Self:
         """Create an empty MERGE_ON_READ table (version 6, bucket index); see
@@ -85,9 +86,10 @@ class HudiTable(Table):
             buckets,
             merge_mode,
             min_event_time_header,
+            storage_options=storage_options,
             **kwargs,
         )
-        return cls.open(path)
+        return cls.open(path, storage_options)
 
     def write(
         self,

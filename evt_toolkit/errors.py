@@ -14,6 +14,15 @@ class StorageError(EvtError):
     """A file could not be listed, opened or read."""
 
 
+class ObjectExistsError(StorageError):
+    """A create-only write (put-if-absent, a timeline instant file, a no-overwrite copy) found the file already
+    there; names the full URI. The existing file is left as it was and nothing else is written."""
+
+
+class ObjectNotFoundError(StorageError):
+    """A file, object or bucket does not exist; names the full URI (scheme and bucket included)."""
+
+
 class TableConfigError(EvtError):
     """``hoodie.properties`` is missing, unreadable, inconsistent or has a wrong checksum."""
 
@@ -80,6 +89,8 @@ __all__ = [
     "EvtError",
     "LogFormatError",
     "MetadataDecodeError",
+    "ObjectExistsError",
+    "ObjectNotFoundError",
     "PendingTableServiceError",
     "PlanValidationError",
     "ReadError",

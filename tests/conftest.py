@@ -59,3 +59,90 @@ def spark():  # type: ignore[no-untyped-def]
     session = get_or_create_session()
     yield session
     session.stop()
+
+
+# -- one S3 API server per test session ------------------------------------------------------------------------
+class S3Server:
+    """A moto S3 server on 127.0.0.1 started by the tests (a real HTTP server speaking the S3 protocol)."""
+
+    def __init__(self, endpoint: str, proc: object) -> None:
+        self.endpoint = endpoint
+        self.proc = proc
+        self._n = 0
+
+    @property
+    def options(self) -> dict[str, str]:
+        """Storage options of this server (the dict a user passes as ``storage_options``)."""
+        return {
+            "aws_endpoint_url": self.endpoint,
+            "aws_access_key_id": "evt-test-key-id",
+            "aws_secret_access_key": "evt-test-secret-key-4c3d",
+            "aws_region": "us-east-1",
+            "aws_allow_http": "true",
+        }
+
+    def new_bucket(self, prefix: str = "evt") -> str:
+        """Create a fresh bucket and return its name."""
+        import urllib.request
+        import uuid
+
+        self._n += 1
+        name = f"{prefix}-{self._n}-{uuid.uuid4().hex[:8]}"
+        req = urllib.request.Request(f"{self.endpoint}/{name}", method="PUT")
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            assert resp.status == 200, resp.status
+        return name
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_s3_server() -> S3Server:
+    """Start ``moto.server`` on a free loopback port and wait until it answers."""
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    pytest.importorskip("moto", reason="moto[server] is not installed (extra 'test')")
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    endpoint = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=2):
+                break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError(f"moto S3 server did not start on {endpoint}") from None
+            time.sleep(0.2)
+    return S3Server(endpoint, proc)
+
+
+@pytest.fixture(scope="session")
+def s3_server():  # type: ignore[no-untyped-def]
+    """The one S3 API server of the test session (moto server mode on 127.0.0.1)."""
+    server = start_s3_server()
+    yield server
+    server.proc.terminate()  # type: ignore[attr-defined]
+    try:
+        server.proc.wait(timeout=10)  # type: ignore[attr-defined]
+    except Exception:
+        server.proc.kill()  # type: ignore[attr-defined]
+
+
+@pytest.fixture()
+def s3_bucket(s3_server: S3Server) -> str:
+    """A fresh, empty bucket on the session's S3 server."""
+    return s3_server.new_bucket()

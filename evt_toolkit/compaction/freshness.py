@@ -49,7 +49,7 @@ import pyarrow.compute as pc
 
 from evt_toolkit.compaction.plan import EXTRA_LINK_MODE, EXTRA_LINK_TIMING, EXTRA_STRATEGY, EXTRA_THRESHOLD_MS
 from evt_toolkit.compaction.strategy import iso_ms
-from evt_toolkit.errors import EvtError
+from evt_toolkit.errors import EvtError, StorageError
 from evt_toolkit.format.eventtime import EpochUnit, to_epoch_ms
 from evt_toolkit.format.names import InstantFileName
 from evt_toolkit.read.merge import IS_DELETED, KEY
@@ -147,10 +147,9 @@ def _mtime_instant(storage: TableStorage | None, rel: str | None) -> str | None:
     if storage is None or rel is None:
         return None
     try:
-        info = storage.fs.get_file_info(storage.full_path(rel))
-    except OSError:
+        mtime = storage.mtime(rel)
+    except (OSError, StorageError):
         return None
-    mtime = info.mtime
     if mtime is None:
         return None
     dt = mtime if mtime.tzinfo is not None else mtime.replace(tzinfo=UTC)

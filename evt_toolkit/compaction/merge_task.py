@@ -371,7 +371,7 @@ def run_merge_task(task: MergeTask) -> MergeResult:
         UnsupportedFeatureError: partial-update blocks, or a table without meta fields.
     """
     started = time.monotonic()
-    storage = TableStorage.from_uri(task.table_uri)
+    storage = TableStorage.from_uri(task.table_uri, task.spec.storage_options)
     op = task.operation
     partition = task.partition_path
     token = base_file_token(task.index)
@@ -385,9 +385,11 @@ def run_merge_task(task: MergeTask) -> MergeResult:
         f"task-{task.index}",
         [OwnedFile(rel, BASE), OwnedFile(_rel(partition, carry_name), CARRY_OVER)],
     )
+    storage.list_dir(partition)  # one listing gives every size below (object stores: no HEAD per file)
     logs = tuple(_log_file(storage, partition, n) for n in op.get("deltaFilePaths") or [])
     data_file = op.get("dataFilePath")
     base_file = _base_file(storage, partition, str(data_file)) if data_file else None
+    storage.prefetch([lf.path for lf in logs] + ([base_file.path] if base_file is not None else []))
     blocks, rollbacks = _check_blocks(storage, logs)
     ctx = task.spec.context(None, storage=storage)
     if ctx.derives_keys:

@@ -234,7 +234,7 @@ def _is_empty(storage: TableStorage) -> bool:
 
 
 def _remove_table(storage: TableStorage) -> None:
-    storage.fs.delete_dir_contents(storage.base_path, missing_dir_ok=True)
+    storage.delete_contents()
 
 
 # -- the build ---------------------------------------------------------------------------------------------------------

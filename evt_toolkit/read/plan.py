@@ -17,7 +17,7 @@ Example:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -26,6 +26,7 @@ from evt_toolkit.errors import ReadError
 from evt_toolkit.read.merge import COMMIT_TIME, EVENT_TIME
 from evt_toolkit.read.slice_reader import COMMIT_TIME_FIELD, CommitWindow, SliceReadContext, read_file_slice
 from evt_toolkit.storage.fs import TableStorage
+from evt_toolkit.storage.options import StorageOptions
 from evt_toolkit.table.fs_view import FileSlice
 from evt_toolkit.table.retention import check_readable_at
 from evt_toolkit.table.schema import arrow_schema_for, latest_avro_schema, with_meta_fields
@@ -80,6 +81,7 @@ class ReadSpec:
     record_key_fields: tuple[str, ...]
     complex_key: bool
     timeline: Timeline
+    storage_options: StorageOptions | None = field(default=None, compare=False)
 
     @classmethod
     def of(cls, table: Table) -> ReadSpec:
@@ -100,6 +102,7 @@ class ReadSpec:
             record_key_fields=cfg.record_key_fields,
             complex_key=len(cfg.record_key_fields) > 1 or "complex" in (cfg.key_generator or "").lower(),
             timeline=Timeline(table.timeline.instants, table.timeline.layout_version),
+            storage_options=table.storage.options,
         )
 
     def context(
@@ -107,7 +110,7 @@ class ReadSpec:
     ) -> SliceReadContext:
         """The slice-reader context in this process (storage is opened here: file systems are not shipped)."""
         return SliceReadContext(
-            storage=storage if storage is not None else TableStorage.from_uri(self.table_uri),
+            storage=storage if storage is not None else TableStorage.from_uri(self.table_uri, self.storage_options),
             schema=self.schema,
             reader_avro_schema=self.reader_avro_schema,
             ordering_field=self.ordering_field,
@@ -137,6 +140,17 @@ class QueryPlan:
     spec: ReadSpec
     query_type: str
     reads: tuple[SliceRead, ...]
+
+    def paths(self) -> list[str]:
+        """Every base and log file the reads fetch (object stores prefetch them in parallel)."""
+        out: list[str] = []
+        for r in self.reads:
+            s = r.file_slice
+            if s.base_file is not None:
+                out.append(s.base_file.path)
+            if not r.base_only:
+                out.extend(lf.path for lf in s.log_files)
+        return out
 
 
 def _partition_of(rel_path: str) -> str:

@@ -66,6 +66,7 @@ from evt_toolkit.errors import EvtError, ReadError, UnsupportedFeatureError, Wri
 from evt_toolkit.read.plan import QUERY_TYPES, ReadSpec, SliceRead, normalize_instant, plan_query, read_planned
 from evt_toolkit.spark.types import batch_schema_for, conform_batches, spark_schema_for
 from evt_toolkit.storage.fs import TableStorage
+from evt_toolkit.storage.options import StorageOptions
 from evt_toolkit.table.fs_view import FileSlice
 from evt_toolkit.table.table import Table
 from evt_toolkit.write.create import create_table
@@ -116,9 +117,10 @@ class ReadOptions:
     begin: str | None = None
     end: str | None = None
     partition_pruning: bool = False
+    storage_options: StorageOptions = field(default_factory=StorageOptions)
 
     @classmethod
-    def from_options(cls, options: Mapping[str, str]) -> ReadOptions:
+    def from_options(cls, options: Mapping[str, str], defaults: Mapping[str, str] | None = None) -> ReadOptions:
         """Parse Spark reader options (keys are case-insensitive in Spark; values are strings).
 
         Raises:
@@ -141,7 +143,25 @@ class ReadOptions:
         if query_type != "incremental" and (begin is not None or end is not None):
             raise ReadError(f"{BEGIN_OPT}/{END_OPT} only apply when {QUERY_TYPE_OPT}=incremental")
         pruning = (opts.get(PRUNING_OPT) or "false").strip().lower() == "true"
-        return cls(path, query_type, as_of, begin, end, pruning)
+        return cls(path, query_type, as_of, begin, end, pruning, storage_options_from(options, path, defaults))
+
+
+def storage_options_from(
+    options: Mapping[str, str], path: str, defaults: Mapping[str, str] | None = None
+) -> StorageOptions:
+    """Storage options of a read or write: Spark's ``spark.hadoop.fs.s3a.*`` (``defaults``), then S3A keys given
+    as ``.option("fs.s3a.endpoint", ...)``, then object-store keys (``aws_endpoint_url``, ...) — later ones win."""
+    from evt_toolkit.storage.options import EVT_KEYS, options_from_hadoop_conf, split_uri
+
+    parts = split_uri(path)
+    bucket = parts[1] if parts is not None else None
+    merged = dict(options_from_hadoop_conf(defaults or {}, bucket))
+    merged.update(options_from_hadoop_conf(options, bucket))
+    for k, v in options.items():
+        key = k.lower()
+        if key.startswith(("aws_", "google_", "azure_")) or key in EVT_KEYS:
+            merged[key] = v
+    return StorageOptions.of(merged)
 
 
 def _instant(value: str | None, what: str) -> str | None:
@@ -332,7 +352,7 @@ class HudiEvtReader(DataSourceReader):
     """Batch reader: plans on the driver (in the planner's Python worker), merges slices on executors."""
 
     def __init__(self, options: ReadOptions, schema: StructType) -> None:
-        table = Table.open(options.path)
+        table = Table.open(options.path, storage_options=options.storage_options.as_dict())
         plan = plan_read(table, options)
         self.spec = plan.spec
         self.planned = plan.partitions
@@ -368,7 +388,14 @@ class HudiEvtPruningReader(HudiEvtReader):
 
 
 class HudiEvtDataSource(DataSource):
-    """The ``hudi_evt`` data source (see the module docstring for options)."""
+    """The ``hudi_evt`` data source (see the module docstring for options).
+
+    ``session_storage_options`` holds the session's ``spark.hadoop.fs.s3a.*`` settings, captured when
+    :func:`evt_toolkit.spark.session.get_or_create_session` registers the source (the planner's Python worker cannot
+    read the session configuration itself).
+    """
+
+    session_storage_options: Mapping[str, str] = {}
 
     @classmethod
     def name(cls) -> str:
@@ -376,18 +403,19 @@ class HudiEvtDataSource(DataSource):
 
     def schema(self) -> StructType:
         """The table's merged schema (latest writer schema with Hudi's meta fields) as a Spark schema."""
-        options = ReadOptions.from_options(self.options)
-        return spark_schema_for(ReadSpec.of(Table.open(options.path)).schema)
+        options = ReadOptions.from_options(self.options, self.session_storage_options)
+        table = Table.open(options.path, storage_options=options.storage_options.as_dict())
+        return spark_schema_for(ReadSpec.of(table).schema)
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        options = ReadOptions.from_options(self.options)
+        options = ReadOptions.from_options(self.options, self.session_storage_options)
         if options.partition_pruning:
             return HudiEvtPruningReader(options, schema)
         return HudiEvtReader(options, schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         """Create the table if absent (from the write options), then stage rows per task and commit on the driver."""
-        options = WriteOptions.from_options(self.options)
+        options = WriteOptions.from_options(self.options, self.session_storage_options)
         if overwrite:
             raise UnsupportedFeatureError(
                 f"hudi_evt does not overwrite tables ({options.path}); use mode('append') with "
@@ -421,9 +449,10 @@ class WriteOptions:
     merge_mode: str | None = None
     hive_style_partitioning: bool = True
     min_event_time_header: bool = False
+    storage_options: StorageOptions = field(default_factory=StorageOptions)
 
     @classmethod
-    def from_options(cls, options: Mapping[str, str]) -> WriteOptions:
+    def from_options(cls, options: Mapping[str, str], defaults: Mapping[str, str] | None = None) -> WriteOptions:
         """Parse Spark writer options.
 
         Raises:
@@ -454,6 +483,7 @@ class WriteOptions:
             ),
             hive_style_partitioning=_flag(opts.get(HIVE_STYLE_OPT), True),
             min_event_time_header=_flag(opts.get(MIN_EVENT_TIME_HEADER_OPT), False),
+            storage_options=storage_options_from(options, path, defaults),
         )
 
     def open_or_create(self) -> Table:
@@ -462,9 +492,9 @@ class WriteOptions:
         Raises:
             WriteError: the table does not exist and no record key is given.
         """
-        storage = TableStorage.from_uri(self.path)
+        storage = TableStorage.from_uri(self.path, self.storage_options)
         if storage.exists(".hoodie/hoodie.properties"):
-            return Table.open(self.path)
+            return Table.open(self.path, storage_options=self.storage_options.as_dict())
         if not self.record_key:
             raise WriteError(f"no Hudi table at {self.path}; set {RECORD_KEY_OPT} to create one")
         name = self.table_name or self.path.rstrip("/").rsplit("/", 1)[-1]
@@ -479,7 +509,9 @@ class WriteOptions:
             kwargs["buckets"] = self.buckets
         if self.merge_mode is not None:
             kwargs["merge_mode"] = self.merge_mode
-        return create_table(self.path, name, list(self.record_key), **kwargs)
+        return create_table(
+            self.path, name, list(self.record_key), storage_options=self.storage_options.as_dict(), **kwargs
+        )
 
 
 @dataclass(frozen=True)
@@ -520,12 +552,13 @@ class HudiEvtWriter(DataSourceArrowWriter):
         sink = pa.BufferOutputStream()
         with pa.ipc.new_stream(sink, table.schema) as w:
             w.write_table(table)
-        TableStorage.from_uri(self.options.path).write_bytes_atomic(rel, sink.getvalue().to_pybytes())
+        storage = TableStorage.from_uri(self.options.path, self.options.storage_options)
+        storage.write_bytes_atomic(rel, sink.getvalue().to_pybytes())
         return StagedRows(rel, table.num_rows)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         """Write every staged row as one deltacommit, then drop the staging folder."""
-        storage = TableStorage.from_uri(self.options.path)
+        storage = TableStorage.from_uri(self.options.path, self.options.storage_options)
         try:
             parts = []
             for m in messages:
@@ -536,14 +569,15 @@ class HudiEvtWriter(DataSourceArrowWriter):
                 return
             from evt_toolkit.write.writer import write
 
-            write(Table.open(self.options.path), pa.concat_tables(parts), self.options.operation)
+            table = Table.open(self.options.path, storage_options=self.options.storage_options.as_dict())
+            write(table, pa.concat_tables(parts), self.options.operation)
         finally:
             self._drop_staging(storage)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         """Drop the staged rows: nothing reached the timeline."""
-        self._drop_staging(TableStorage.from_uri(self.options.path))
+        self._drop_staging(TableStorage.from_uri(self.options.path, self.options.storage_options))
 
     def _drop_staging(self, storage: TableStorage) -> None:
         with contextlib.suppress(OSError, EvtError):
-            storage.fs.delete_dir(storage.full_path(self.staging))
+            storage.delete_dir(self.staging)

@@ -62,4 +62,23 @@ def _register_sources(spark: SparkSession) -> None:
         from evt_toolkit.spark.datasource import HudiEvtDataSource
     except ImportError:  # the data source module is optional until it exists
         return
+    s3a = storage_options_from_spark(spark)
+    if s3a:
+        # A subclass carries the session's S3A settings into the planner's Python worker (pickled with the class).
+        source = type("HudiEvtDataSource", (HudiEvtDataSource,), {"session_storage_options": s3a})
+        spark.dataSource.register(source)
+        return
     spark.dataSource.register(HudiEvtDataSource)
+
+
+def storage_options_from_spark(spark: SparkSession) -> dict[str, str]:
+    """Storage options from the session's Hadoop S3A settings (``spark.hadoop.fs.s3a.*``), raw S3A keys.
+
+    Returned as the ``spark.hadoop.fs.s3a.*`` pairs themselves (translated by
+    :func:`evt_toolkit.storage.options.options_from_hadoop_conf` where the bucket is known).
+
+    Example:
+        >>> t = HudiTable.open("s3a://bucket/t", storage_options=options_from_hadoop_conf(
+        ...     storage_options_from_spark(spark)))  # doctest: +SKIP
+    """
+    return {k: v for k, v in spark.sparkContext.getConf().getAll() if k.startswith("spark.hadoop.fs.s3a.")}

@@ -88,6 +88,13 @@ class Inspect:
         rows: dict[str, list[object]] = {f.name: [] for f in LOG_BLOCKS_SCHEMA}
         stats_index = log_event_time_index(t.timeline, "minEventTime") if field else {}
         self._deletes = delete_event_time_index(t.timeline) if field else {}
+        t.storage.prefetch(
+            lf.path
+            for g in groups
+            if (partition is None or g.partition_path == partition) and (file_id is None or g.file_id == file_id)
+            for s in (g.slices if all_slices else g.slices[:1])
+            for lf in s.log_files
+        )
         for g in groups:
             if partition is not None and g.partition_path != partition:
                 continue

@@ -7,6 +7,7 @@ layers take a ``Table`` so that they never import the facade.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any, Self
 
 import pyarrow as pa
@@ -51,14 +52,20 @@ class Table:
         self._view: FileSystemView | None = None
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str]) -> Self:
-        """Open the table at a local path or URI.
+    def open(cls, path: str | os.PathLike[str], storage_options: Mapping[str, Any] | None = None) -> Self:
+        """Open the table at a local path or URI (``s3://``, ``s3a://``, ``gs://``, ``abfs://``, ``hdfs://``, ...).
+
+        Args:
+            path: the table's base path.
+            storage_options: object-store settings (``aws_endpoint_url``, ``aws_access_key_id``,
+                ``aws_secret_access_key``, ``aws_region``, ``aws_allow_http``, ...; see ``docs/storage.md``).
 
         Raises:
+            StorageError: the store cannot be reached or configured (names the full URI, never a credential).
             TableConfigError: ``.hoodie/hoodie.properties`` is missing or invalid.
             UnsupportedTableError: table version other than 6, 8 or 9.
         """
-        storage = TableStorage.from_uri(path)
+        storage = TableStorage.from_uri(path, storage_options)
         config = load_table_config(storage)
         if config.version not in (6, 8, 9):
             raise UnsupportedTableError(f"table version {config.version} of {storage.uri} is not supported")
@@ -69,6 +76,7 @@ class Table:
         """Forget the loaded timeline and listing (after another writer changed the table)."""
         self._timeline = None
         self._view = None
+        self.storage.clear_cache()
         return self
 
     @property

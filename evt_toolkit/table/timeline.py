@@ -348,6 +348,15 @@ class Timeline:
         except StorageError as exc:
             raise TimelineError(f"{rel}: {exc}") from exc
 
+    def prefetch(self, instants: Iterable[Instant]) -> None:
+        """Fetch the files of ``instants`` (highest state) in parallel before they are decoded one by one."""
+        if self._storage is None:
+            return
+        rels = [
+            rel for i in instants if (self.state_file(i) or "") not in self._commit_cache if (rel := self.state_file(i))
+        ]
+        self._storage.prefetch(rels)
+
     def _full(self, rel: str) -> str:
         return self._storage.full_path(rel) if self._storage is not None else rel
 

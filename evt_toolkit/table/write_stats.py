@@ -26,6 +26,7 @@ def log_event_time_index(timeline: Timeline, stat: EventTimeStat) -> dict[tuple[
     values that are not integers are skipped: the caller falls back to the next source (a scan of the data).
     """
     out: dict[tuple[str, str], int] = {}
+    timeline.prefetch(timeline.completed_commits())
     for inst in timeline.completed_commits():
         try:
             meta = timeline.commit_metadata(inst)

@@ -9,8 +9,9 @@ settings this toolkit writes with and two keys of our own (``hoodie.evt.*``). No
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 from evt_toolkit.errors import StorageError, TableConfigError
 from evt_toolkit.format.properties import HOODIE_PROPERTIES, dump_properties, table_checksum
@@ -154,11 +155,13 @@ def create_table(
     database: str = "default",
     event_time_unit: str = "ms",
     timezone: str = "UTC",
+    storage_options: Mapping[str, Any] | None = None,
 ) -> Table:
     """Create an empty MERGE_ON_READ table (version 6, bucket index) and open it.
 
     Args:
         path: the base path (local path or URI); must not hold a table yet.
+        storage_options: object-store settings (``aws_endpoint_url``, credentials, ...; see ``docs/storage.md``).
         name: ``hoodie.table.name``.
         record_key: record key field(s); several make a ``ComplexKeyGenerator`` key ``f1:v1,f2:v2``.
         partition_by: partition field(s); none makes a non-partitioned table.
@@ -201,7 +204,7 @@ def create_table(
         event_time_unit,
         timezone,
     )
-    storage = TableStorage.from_uri(path)
+    storage = TableStorage.from_uri(path, storage_options)
     if storage.exists(HOODIE_PROPERTIES) or storage.exists(".hoodie"):
         raise TableConfigError(f"{storage.full_path('.hoodie')} already exists: refusing to create a table over it")
     try:
@@ -213,4 +216,4 @@ def create_table(
     text = dump_properties(props, header_comment=f"Properties saved on {saved}")
     # Properties.store writes ISO-8859-1; dump_properties already escaped everything else as \\uXXXX.
     storage.write_bytes_atomic(HOODIE_PROPERTIES, text.encode("latin-1"))
-    return Table.open(path)
+    return Table.open(path, storage_options=storage_options)

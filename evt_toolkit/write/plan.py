@@ -26,6 +26,7 @@ from typing import Any
 
 from evt_toolkit.errors import EvtError, WriteError
 from evt_toolkit.format.names import LogFileName
+from evt_toolkit.storage.options import StorageOptions
 from evt_toolkit.write.bucket import bucket_id_from_file_id, new_bucket_file_id
 
 __all__ = [
@@ -66,6 +67,7 @@ class WriteJobSpec:
         table_name: ``hoodie.table.name``.
         hive_style_partitioning: partition folders are ``field=value``.
         max_data_block_size: ``hoodie.logfile.data.block.max.size``: records are split into blocks of about this size.
+        storage_options: how tasks reach the table's storage (credentials are redacted in the repr).
     """
 
     table_uri: str
@@ -82,6 +84,7 @@ class WriteJobSpec:
     table_name: str
     hive_style_partitioning: bool = True
     max_data_block_size: int = DEFAULT_MAX_DATA_BLOCK_SIZE
+    storage_options: StorageOptions | None = None
 
 
 @dataclass(frozen=True, slots=True)

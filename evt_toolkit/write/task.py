@@ -617,7 +617,7 @@ def write_file_group(
         [{'fileId': '00000001-...-0', 'path': 'region=eu/.00000001-..._20250101000000000.log.1_0-0-0', ...}]
     """
     started = time.monotonic()
-    storage = TableStorage.from_uri(spec.table_uri)
+    storage = TableStorage.from_uri(spec.table_uri, spec.storage_options)
     token = new_write_token(task_partition_id, stage_id, attempt_id)
     try:
         records = _fill_meta(upserts, spec, fg, task_partition_id)

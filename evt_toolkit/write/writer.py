@@ -347,6 +347,7 @@ def write(
     instant = new_instant_time([i.time for i in timeline], cfg.timezone)
     spec = WriteJobSpec(
         table_uri=table.storage.uri,
+        storage_options=table.storage.options,
         instant=instant,
         operation=op,
         avro_schema_json=avro_schema_json(with_meta_fields(writer_schema)),
@@ -434,8 +435,11 @@ def write(
     fault_point("write.before_complete")
     storage.write_bytes_atomic(_instant_file(table, instant, COMPLETED), encode_commit_metadata_json(metadata))
     fault_point("write.after_complete")
-    # Hudi deletes the instant's marker folder once the commit is complete (WriteMarkers.quietDeleteMarkerDir).
-    with contextlib.suppress(EvtError):
-        drop_ownership(storage, instant)
+    # Hudi deletes the instant's marker folder once the commit is complete (WriteMarkers.quietDeleteMarkerDir). On
+    # object stores that is a LIST and a DELETE per commit for files nothing reads again: they are left there (a clean
+    # removes the folders of completed instants).
+    if not storage.is_object_store:
+        with contextlib.suppress(EvtError):
+            drop_ownership(storage, instant)
     table.refresh()
     return instant
