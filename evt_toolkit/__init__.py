@@ -8,7 +8,14 @@ Example:
 
 from evt_toolkit.api import HudiTable
 from evt_toolkit.errors import (
+    CleanPolicyError,
+    CompactionExecutionError,
+    CompactionStrategyError,
+    EventTimeError,
     EvtError,
+    InvalidActionError,
+    InvalidNameError,
+    InvalidThresholdError,
     LogFormatError,
     MetadataDecodeError,
     ObjectExistsError,
@@ -16,8 +23,10 @@ from evt_toolkit.errors import (
     PendingTableServiceError,
     PlanValidationError,
     ReadError,
+    RollbackError,
     SchemaMismatchError,
     StorageError,
+    SymlinkUnsupportedError,
     TableConfigError,
     TimelineError,
     UnsupportedFeatureError,
@@ -28,8 +37,15 @@ from evt_toolkit.errors import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "CleanPolicyError",
+    "CompactionExecutionError",
+    "CompactionStrategyError",
+    "EventTimeError",
     "EvtError",
     "HudiTable",
+    "InvalidActionError",
+    "InvalidNameError",
+    "InvalidThresholdError",
     "LogFormatError",
     "MetadataDecodeError",
     "ObjectExistsError",
@@ -37,8 +53,10 @@ __all__ = [
     "PendingTableServiceError",
     "PlanValidationError",
     "ReadError",
+    "RollbackError",
     "SchemaMismatchError",
     "StorageError",
+    "SymlinkUnsupportedError",
     "TableConfigError",
     "TimelineError",
     "UnsupportedFeatureError",

@@ -84,9 +84,47 @@ class SchemaMismatchError(WriteError):
     """The data to write lacks a required field, has a field of the wrong type, or does not match the table schema."""
 
 
+class EventTimeError(EvtError):
+    """The event-time field is missing or of a type that is not a time (names the field)."""
+
+
+class CompactionStrategyError(EvtError):
+    """A compaction strategy is misconfigured or cannot decide (names the setting or partition at fault)."""
+
+
+class InvalidThresholdError(CompactionStrategyError):
+    """The event-time threshold is missing, ambiguous, malformed or later than the RFC allows."""
+
+
+class SymlinkUnsupportedError(UnsupportedFeatureError):
+    """``link_mode="symlink"`` on a storage that cannot make symlinks (object stores; HDFS through pyarrow)."""
+
+
+class CleanPolicyError(EvtError):
+    """An unknown or unsupported cleaner policy, or a retained count below 1."""
+
+
+class RollbackError(EvtError):
+    """An instant cannot be rolled back (completed with later instants, a requested compaction, unknown, ...)."""
+
+
+class InvalidActionError(EvtError):
+    """A widget action that does not fit the current state (e.g. *run* before *schedule*)."""
+
+
+class InvalidNameError(EvtError):
+    """A Hudi file or instant name cannot be built from the given parts (names them)."""
+
+
 __all__ = [
+    "CleanPolicyError",
     "CompactionExecutionError",
+    "CompactionStrategyError",
+    "EventTimeError",
     "EvtError",
+    "InvalidActionError",
+    "InvalidNameError",
+    "InvalidThresholdError",
     "LogFormatError",
     "MetadataDecodeError",
     "ObjectExistsError",
@@ -94,8 +132,10 @@ __all__ = [
     "PendingTableServiceError",
     "PlanValidationError",
     "ReadError",
+    "RollbackError",
     "SchemaMismatchError",
     "StorageError",
+    "SymlinkUnsupportedError",
     "TableConfigError",
     "TimelineError",
     "UnsupportedFeatureError",

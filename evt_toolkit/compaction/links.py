@@ -26,7 +26,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from evt_toolkit.compaction.model import LinkOperation
-from evt_toolkit.errors import ObjectExistsError, PlanValidationError, StorageError, UnsupportedFeatureError
+from evt_toolkit.errors import (
+    ObjectExistsError,
+    PlanValidationError,
+    StorageError,
+    SymlinkUnsupportedError,
+)
 from evt_toolkit.faults import fault_point
 from evt_toolkit.storage.fs import TableStorage
 
@@ -39,10 +44,6 @@ __all__ = [
     "create_links",
     "rel_path",
 ]
-
-
-class SymlinkUnsupportedError(UnsupportedFeatureError):
-    """``link_mode="symlink"`` on a storage that cannot make symlinks (object stores; HDFS through pyarrow)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,7 +29,7 @@ from typing import ClassVar
 
 from evt_toolkit.compaction.model import LogFileInfo, OperationSelection, SliceInfo
 from evt_toolkit.compaction.prefix import select_prefix
-from evt_toolkit.errors import EvtError
+from evt_toolkit.errors import CompactionStrategyError, InvalidThresholdError
 
 __all__ = [
     "DEFAULT_LOGFILE_TO_PARQUET_COMPRESSION_RATIO",
@@ -75,14 +75,6 @@ DEFAULT_LOGFILE_TO_PARQUET_COMPRESSION_RATIO = 0.35
 
 _MB = 1024 * 1024
 _PACKAGE = "org.apache.hudi.table.action.compact.strategy."
-
-
-class CompactionStrategyError(EvtError):
-    """A compaction strategy is misconfigured or cannot decide (names the setting or partition at fault)."""
-
-
-class InvalidThresholdError(CompactionStrategyError):
-    """The event-time threshold is missing, ambiguous, malformed or later than the RFC allows."""
 
 
 # -- metrics -----------------------------------------------------------------------------------------------------------

@@ -12,14 +12,10 @@ from typing import Literal
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from evt_toolkit.errors import EvtError
+from evt_toolkit.errors import EventTimeError
 
 EpochUnit = Literal["s", "ms", "us", "ns"]
 _TO_MS = {"s": 1000.0, "ms": 1.0, "us": 1e-3, "ns": 1e-6}
-
-
-class EventTimeError(EvtError):
-    """The event-time field is missing or of a type that is not a time."""
 
 
 @dataclass(frozen=True, slots=True)

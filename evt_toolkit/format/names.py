@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from evt_toolkit.errors import InvalidNameError
+
 __all__ = [
     "COMPLETED",
     "DEFAULT_WRITE_TOKEN",
@@ -57,7 +59,7 @@ def new_write_token(task_partition_id: int, stage_id: int, attempt_id: int) -> s
     """
     for value in (task_partition_id, stage_id, attempt_id):
         if value < 0:
-            raise ValueError(f"write token components must be non-negative, got {value}")
+            raise InvalidNameError(f"write token components must be non-negative, got {value}")
     return f"{task_partition_id}-{stage_id}-{attempt_id}"
 
 
@@ -206,7 +208,7 @@ class InstantFileName:
             return f"{self.requested_time}.{self.action}.inflight"
         if self.state == REQUESTED:
             return f"{self.requested_time}.{self.action}.requested"
-        raise ValueError(f"unknown instant state {self.state!r}")
+        raise InvalidNameError(f"unknown instant state {self.state!r} of instant {self.requested_time}")
 
     @classmethod
     def parse(cls, name: str) -> InstantFileName | None:

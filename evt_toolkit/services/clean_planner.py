@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from evt_toolkit.errors import EvtError
+from evt_toolkit.errors import CleanPolicyError
 from evt_toolkit.services.links import LinkGraph
 from evt_toolkit.table.fs_view import FileGroup, FileSlice
 
@@ -58,10 +58,6 @@ POLICIES = (KEEP_LATEST_COMMITS, KEEP_LATEST_FILE_VERSIONS)
 DEFAULT_COMMITS_RETAINED = 10
 #: ``hoodie.cleaner.fileversions.retained`` default.
 DEFAULT_FILE_VERSIONS_RETAINED = 3
-
-
-class CleanPolicyError(EvtError):
-    """An unknown or unsupported cleaner policy, or a retained count below 1."""
 
 
 @dataclass(frozen=True, slots=True)

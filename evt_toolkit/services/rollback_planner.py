@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from evt_toolkit.errors import EvtError
+from evt_toolkit.errors import RollbackError
 from evt_toolkit.format.names import UNKNOWN_WRITE_TOKEN, LogFileName
 
 __all__ = [
@@ -44,10 +44,6 @@ __all__ = [
     "plan_compaction_rollback",
     "plan_deltacommit_rollback",
 ]
-
-
-class RollbackError(EvtError):
-    """An instant cannot be rolled back (completed with later instants, a requested compaction, unknown, ...)."""
 
 
 @dataclass(frozen=True, slots=True)

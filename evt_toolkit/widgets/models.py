@@ -47,7 +47,7 @@ from evt_toolkit.compaction.strategy import (
     InvalidThresholdError,
     to_epoch_ms,
 )
-from evt_toolkit.errors import EvtError, TimelineError
+from evt_toolkit.errors import EvtError, InvalidActionError, TimelineError
 from evt_toolkit.table.inspect import schema_summary
 from evt_toolkit.table.timeline import COMPACTION, LOG_COMPACTION
 
@@ -91,10 +91,6 @@ THRESHOLD_MODES: tuple[str, ...] = ("threshold", "data_latency", "allowed_latene
 
 #: ``HoodieCommandBlock.HoodieCommandBlockTypeEnum`` ordinals (the only one Hudi has is the rollback block).
 _COMMAND_TYPES = {"0": "ROLLBACK_BLOCK"}
-
-
-class InvalidActionError(EvtError):
-    """A widget action that does not fit the current state (e.g. *run* before *schedule*)."""
 
 
 # -- formatting -------------------------------------------------------------------------------------------------
