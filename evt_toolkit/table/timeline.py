@@ -292,9 +292,14 @@ class Timeline:
 
         The one visibility rule every reader, the compaction task, the preview and the file-system view use: a
         completed commit/deltacommit/replacecommit, or an instant older than the active timeline (archived, so it
-        completed). Failed and inflight writes stay invisible.
+        completed). Failed and inflight writes stay invisible — even one older than the first completed commit, as
+        Hudi's log reader checks the inflight timeline first (``AbstractHoodieLogRecordReader``; hudi-rs pass 1).
         """
-        return self.is_completed_commit_time(t) or self.is_before_timeline_start(t)
+        if self.is_completed_commit_time(t):
+            return True
+        if any(not i.is_completed for i in self._by_time.get(t, ())):
+            return False
+        return self.is_before_timeline_start(t)
 
     def completion_time(self, t: str) -> str | None:
         """Completion time of the completed instant requested at ``t`` (layout 2), else ``None``."""

@@ -375,3 +375,19 @@ def test_a_table_with_a_metadata_table_is_refused_and_can_be_disabled(tmp_path: 
     assert "files" not in (t.properties.get("hoodie.table.metadata.partitions") or "")
     t.write(batch(["b"], 2, 2))
     assert sorted(t.read()["id"].to_pylist()) == ["a", "b"]
+
+
+# -- found by the model test ---------------------------------------------------------------------------------------
+def test_a_failed_write_older_than_every_completed_commit_stays_invisible(tmp_path: Path) -> None:
+    """After the first write is rolled back, a failed write is the oldest instant left: it is no archived commit."""
+    from tests.services import failed_write
+
+    tt = Tracked(make(tmp_path / "t"), "commit_time")
+    first = tt.t.write(batch(["a"], 1, 1))
+    tt.t.rollback(first)
+    failed = failed_write(tt.t, batch(["a"], 2, 2))
+    tt.upsert(batch(["a"], 3, 3))
+    same(tt.t.read(), tt.expected(), "ours with the failed write pending")
+    same(rs(tt.t.path), tt.expected(), "hudi-rs with the failed write pending")
+    tt.t.rollback(failed)
+    same(tt.t.read(), tt.expected(), "ours after rolling the failed write back")
