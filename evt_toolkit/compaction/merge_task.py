@@ -400,12 +400,15 @@ def run_merge_task(task: MergeTask) -> MergeResult:
         raise PlanValidationError(f"{storage.uri} has no schema (no commit carries one); nothing to compact")
     avro = dict(ctx.reader_avro_schema)
     base = read_base_file(ctx, base_file) if base_file is not None else ctx.schema.empty_table()
-    queued = select_log_blocks(ctx, logs)
+    later = later_logs(storage, partition, task.file_id, task.instant)
+    # Rollback command blocks in later logs (links of leftovers, writes landed in the new slice) remove earlier blocks
+    # of their target instant, including blocks in the compacted logs: the compaction must not merge those.
+    prefix = {lf.path for lf in logs}
+    queued = [q for q in select_log_blocks(ctx, logs + tuple(later)) if q.log_file.path in prefix]
     if any(q.block.is_partial for q in queued):
         raise UnsupportedFeatureError(
             f"file group {task.file_id}: partial-update log blocks are not compacted by this toolkit"
         )
-    later = later_logs(storage, partition, task.file_id, task.instant)
     try:
         merge = merge_slice(ctx, base, queued)
         decision = _decide(ctx, merge, task, later)

@@ -391,3 +391,35 @@ def test_a_failed_write_older_than_every_completed_commit_stays_invisible(tmp_pa
     same(rs(tt.t.path), tt.expected(), "hudi-rs with the failed write pending")
     tt.t.rollback(failed)
     same(tt.t.read(), tt.expected(), "ours after rolling the failed write back")
+
+
+def test_a_rollback_command_block_in_a_leftover_log_still_hides_its_target(tmp_path: Path) -> None:
+    """A failed write's blocks sit in a shared log (storage with append) and a rollback command block, written later
+    into a new log version, removes them. Once the instants before it are archived the failed instant counts as
+    "before the timeline", so only the command block hides its blocks — also from a compaction whose prefix holds
+    the shared log while the command block's log stays behind."""
+    from tests.services import failed_write
+
+    t = make(tmp_path / "t", "commit_time")
+    w1 = t.write(batch(["a", "b"], 1, 1))
+    shared = next(p for p in Path(t.path).rglob(".*.log.*"))
+    before = {p.name for p in Path(t.path).rglob(".*.log.*")}
+    failed = failed_write(t, batch(["a", "z"], 2, 2))
+    for p in Path(t.path).rglob(".*.log.*"):  # emulate append: the failed blocks move into the shared log
+        if p.name not in before:
+            with open(shared, "ab") as out:
+                out.write(p.read_bytes())
+            p.unlink()
+    res = t.rollback(failed)
+    assert res.command_block_logs and not res.deleted
+    t.write(batch(["c"], 3, 900))  # after the command block's log, with events above the threshold
+    for f in (Path(t.path) / ".hoodie").glob(f"{w1}.*"):  # archive the first commit
+        f.unlink()
+    t = evt.HudiTable.open(t.path)
+    snap = t.read()
+    assert sorted(snap["id"].to_pylist()) == ["a", "b", "c"] and "z" not in snap["id"].to_pylist()
+    c = t.compaction.schedule(strategy(100), now_ms=NOW)
+    assert c is not None and c.links
+    t.compaction.run(c)
+    same(t.read(), snap, "ours: the compaction does not resurrect the rolled-back write")
+    same(rs(t.path), snap, "hudi-rs: the compaction does not resurrect the rolled-back write")
