@@ -10,7 +10,6 @@ Example:
 """
 
 from evt_toolkit.compaction.model import (
-    LinkOperation,
     LogFileInfo,
     OperationSelection,
     SliceInfo,
@@ -54,7 +53,6 @@ __all__ = [
     "DayBasedCompactionStrategy",
     "EventTimeBasedCompactionStrategy",
     "InvalidThresholdError",
-    "LinkOperation",
     "LogFileInfo",
     "LogFileNumBasedCompactionStrategy",
     "LogFileSizeBasedCompactionStrategy",

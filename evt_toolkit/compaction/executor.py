@@ -42,7 +42,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from evt_toolkit.compaction.links import PartitionLink, check_link, create_link
 from evt_toolkit.compaction.merge_task import (
     FaultHook,
     MergeResult,
@@ -50,15 +49,18 @@ from evt_toolkit.compaction.merge_task import (
     landed_logs_matter,
     run_merge_task,
 )
-from evt_toolkit.compaction.plan import EXTRA_LINK_MODE, EXTRA_LINK_TIMING, EXTRA_THRESHOLD_MS
+from evt_toolkit.compaction.plan import EXTRA_LINK_TIMING, EXTRA_THRESHOLD_MS
 from evt_toolkit.compaction.schedule import EXTRA_EXACT_SPLIT, EXTRA_REMAINING_PREFIX, plan_file
 from evt_toolkit.errors import CompactionExecutionError, EvtError, PlanValidationError, TimelineError
 from evt_toolkit.faults import fault_point
+from evt_toolkit.format.extra_metadata import COMPACTION_LINKS
+from evt_toolkit.format.links import Link, encode_commit_links, links_from_plan
 from evt_toolkit.format.metadata import encode_commit_metadata_json, write_stat
 from evt_toolkit.format.names import COMPLETED, INFLIGHT, InstantFileName, LogFileName
 from evt_toolkit.format.ownership import BASE, CARRY_OVER, LINK, RUN, SCHEDULE, OwnedFile
 from evt_toolkit.read.merge import EVENT_TIME
 from evt_toolkit.read.plan import ReadSpec
+from evt_toolkit.storage.links import check_link, create_link
 from evt_toolkit.storage.ownership import drop_ownership, owned_files, record_ownership
 from evt_toolkit.table.guards import require_writable
 from evt_toolkit.table.table import Table
@@ -73,7 +75,6 @@ __all__ = [
     "ProgressEvent",
     "load_pending_plan",
     "old_slice_logs",
-    "plan_links_with_partition",
     "run_compaction",
     "validate_plan_files",
 ]
@@ -150,16 +151,6 @@ def load_pending_plan(table: Table, instant: str) -> tuple[Instant, dict[str, An
 
 def _rel(partition: str, name: str) -> str:
     return posixpath.join(partition, name) if partition else name
-
-
-def plan_links_with_partition(plan: Mapping[str, Any]) -> list[PartitionLink]:
-    """Every link of a plan, with its partition, in plan order."""
-    out: list[PartitionLink] = []
-    for op in plan.get("operations") or []:
-        partition = str(op.get("partitionPath") or "")
-        for x in op.get("symlinkOperations") or []:
-            out.append(PartitionLink(partition, str(x["symlink"]), str(x["target"])))
-    return out
 
 
 def old_slice_logs(table: Table, partition: str, file_id: str, base_instant: str) -> list[str]:
@@ -271,7 +262,7 @@ def _run_tasks(
         raise CompactionExecutionError(f"a compaction task failed on Spark: {detail}") from exc
 
 
-def _ensure_links(table: Table, instant: str, links: list[PartitionLink], mode: str, timing: str) -> int:
+def _ensure_links(table: Table, instant: str, links: list[Link], timing: str) -> int:
     """Make every link of the plan stand for its target; returns how many were (re)created.
 
     Schedule-time links belong to the plan: one found missing is made again from the plan, recorded under the
@@ -281,7 +272,7 @@ def _ensure_links(table: Table, instant: str, links: list[PartitionLink], mode: 
         PlanValidationError: a link's target is gone, or another file holds a link's name (names both).
     """
     storage = table.storage
-    missing = [link for link in links if not check_link(storage, link, mode, deep=False).ok]
+    missing = [link for link in links if not check_link(storage, link, deep=False).ok]
     if not missing:
         return 0
     phase = RUN if timing == "execute" else SCHEDULE
@@ -294,7 +285,7 @@ def _ensure_links(table: Table, instant: str, links: list[PartitionLink], mode: 
                 f"target {storage.full_path(link.target_path)} is gone too; the leftover log's data cannot be carried "
                 "into the new slice (unschedule the plan and schedule again)"
             )
-        created += create_link(storage, link, mode) == "created"
+        created += create_link(storage, link) == "created"
     return created
 
 
@@ -354,7 +345,6 @@ def run_compaction(
     threshold = int(threshold_text) if threshold_text else None
     if split and threshold is None:
         raise PlanValidationError(f"compaction {instant}: exact_split needs an event-time plan (a threshold T)")
-    link_mode = extra.get(EXTRA_LINK_MODE, "copy")
     link_timing = extra.get(EXTRA_LINK_TIMING, "schedule")
 
     inflight = plan_file(table, instant, INFLIGHT)
@@ -362,8 +352,8 @@ def run_compaction(
         storage.write_bytes_atomic(inflight, b"")
     fault_point("run.after_inflight")
 
-    links = plan_links_with_partition(plan)
-    created = _ensure_links(table, instant, links, link_mode, link_timing)
+    links = links_from_plan(plan, instant)
+    created = _ensure_links(table, instant, links, link_timing)
     if link_timing == "execute" and links:
         fault_point("run.after_links")
     if progress is not None:
@@ -415,7 +405,7 @@ def run_compaction(
         if k.startswith("evt.compaction.") or k == "hoodie.payload.event.time.field":
             commit_extra[k] = v
     commit_extra[EXTRA_EXACT_SPLIT] = "true" if split else "false"
-    commit_extra["evt.compaction.links"] = json.dumps([link.to_json() for link in links], separators=(",", ":"))
+    commit_extra[COMPACTION_LINKS] = encode_commit_links(links)
     carry_logs = [
         {
             "partition": r.partition_path,

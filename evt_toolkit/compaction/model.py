@@ -27,7 +27,6 @@ from evt_toolkit.format.names import LogFileName
 __all__ = [
     "LOG_FILES_SCHEMA",
     "SLICES_SCHEMA",
-    "LinkOperation",
     "LogFileInfo",
     "OperationSelection",
     "SliceInfo",
@@ -164,22 +163,6 @@ class OperationSelection:
     def is_partial(self) -> bool:
         """Some logs stay behind (they will be linked into the new slice)."""
         return bool(self.to_remain)
-
-
-@dataclass(frozen=True, slots=True)
-class LinkOperation:
-    """One entry of an operation's ``symlinkOperations`` (the RFC's ``{symlink, target}`` record).
-
-    Both are bare file names relative to the partition: ``symlink`` is the link in the new slice,
-    ``target`` the leftover log it stands for.
-    """
-
-    symlink: str
-    target: str
-
-    def to_avro(self) -> dict[str, str]:
-        """The Avro record (``HoodieSymlinkOperation``)."""
-        return {"symlink": self.symlink, "target": self.target}
 
 
 LOG_FILES_SCHEMA = pa.schema(

@@ -22,9 +22,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evt_toolkit.compaction.model import LinkOperation, LogFileInfo, OperationSelection
+from evt_toolkit.compaction.model import LogFileInfo, OperationSelection
 from evt_toolkit.compaction.strategy import CompactionStrategy, capture_metrics, iso_ms
 from evt_toolkit.errors import PlanValidationError
+from evt_toolkit.format.links import COPY, LINK_MODES, LINK_TIMINGS, Link, links_from_plan
 from evt_toolkit.format.metadata import encode_avro_container, load_schema
 from evt_toolkit.format.names import LogFileName
 
@@ -51,8 +52,6 @@ __all__ = [
 #: ``CompactionUtils.LATEST_COMPACTION_METADATA_VERSION``.
 PLAN_VERSION = 2
 PLAN_SCHEMA_NAME = "HoodieCompactionPlan.evt"
-LINK_MODES = ("copy", "symlink")
-LINK_TIMINGS = ("schedule", "execute")
 
 # extraMetadata keys; "evt." keeps them apart from Hudi's own keys (``schema``, checkpoints).
 EXTRA_STRATEGY = "evt.compaction.strategy"
@@ -65,8 +64,15 @@ _EXTRA_SETTING_PREFIX = "evt.compaction.strategy."
 
 
 def allocate_link_names(
-    file_id: str, instant: str, remaining: Sequence[LogFileInfo], *, first_version: int = 1
-) -> tuple[LinkOperation, ...]:
+    file_id: str,
+    instant: str,
+    remaining: Sequence[LogFileInfo],
+    *,
+    first_version: int = 1,
+    partition_path: str = "",
+    mode: str = COPY,
+    timing: str = "schedule",
+) -> tuple[Link, ...]:
     """The links that carry a slice's leftover logs into the new slice at ``instant``.
 
     Versions are ``first_version..first_version+k-1`` in the leftovers' (replay) order, so the new slice replays
@@ -77,6 +83,9 @@ def allocate_link_names(
         instant: the compaction instant ``C`` (the new slice's base instant).
         remaining: the leftover logs, in replay order.
         first_version: 1 for a fresh slice.
+        partition_path: the file group's partition.
+        mode: ``copy`` or ``symlink``.
+        timing: ``schedule`` or ``execute``.
 
     Example:
         >>> from evt_toolkit.compaction.model import LogFileInfo as L
@@ -89,12 +98,19 @@ def allocate_link_names(
     if first_version < 1:
         raise PlanValidationError(f"log versions start at 1, got {first_version} for file group {file_id}")
     return tuple(
-        LinkOperation(LogFileName(file_id, instant, "log", first_version + i, lf.write_token).name, lf.name)
+        Link(
+            partition_path,
+            LogFileName(file_id, instant, "log", first_version + i, lf.write_token).name,
+            lf.name,
+            instant,
+            mode,
+            timing,
+        )
         for i, lf in enumerate(remaining)
     )
 
 
-def next_write_version_after_links(links: Sequence[LinkOperation | Mapping[str, Any]]) -> int:
+def next_write_version_after_links(links: Sequence[Link | Mapping[str, Any]]) -> int:
     """The log version a writer must use next in the new slice: one past the highest link version (1 if none).
 
     Example:
@@ -103,7 +119,7 @@ def next_write_version_after_links(links: Sequence[LinkOperation | Mapping[str, 
     """
     highest = 0
     for link in links:
-        name = link.symlink if isinstance(link, LinkOperation) else link.get("symlink")
+        name = link.symlink if isinstance(link, Link) else link.get("symlink")
         parsed = LogFileName.parse(name or "")
         if parsed is None:
             raise PlanValidationError(f"symlink {name!r} is not a log file name")
@@ -136,7 +152,7 @@ def build_operation(
         metrics = strategy.metrics(selection) if strategy is not None else capture_metrics(s, selection.to_compact)
     else:
         metrics = capture_metrics(s, selection.to_compact, parquet_max_file_size=parquet_max_file_size)
-    links = allocate_link_names(s.file_id, instant, selection.to_remain)
+    links = allocate_link_names(s.file_id, instant, selection.to_remain, partition_path=s.partition_path)
     return {
         "baseInstantTime": s.base_instant,
         "deltaFilePaths": [lf.name for lf in selection.to_compact],
@@ -224,16 +240,18 @@ def build_plan(
     }
 
 
-def plan_links(plan: Mapping[str, Any]) -> dict[tuple[str, str], tuple[LinkOperation, ...]]:
+def plan_links(plan: Mapping[str, Any], instant: str = "") -> dict[tuple[str, str], tuple[Link, ...]]:
     """``(partition, fileId) -> links`` of a (decoded) plan; operations without links are left out."""
-    out: dict[tuple[str, str], tuple[LinkOperation, ...]] = {}
-    for op in plan.get("operations") or []:
-        links = op.get("symlinkOperations") or []
-        if links:
-            out[(op.get("partitionPath") or "", op["fileId"])] = tuple(
-                LinkOperation(str(x["symlink"]), str(x["target"])) for x in links
-            )
+    out: dict[tuple[str, str], tuple[Link, ...]] = {}
+    for link in links_from_plan(plan, instant):
+        key = (link.partition_path, _file_id_of(link.symlink))
+        out[key] = (*out.get(key, ()), link)
     return out
+
+
+def _file_id_of(name: str) -> str:
+    parsed = LogFileName.parse(name)
+    return parsed.file_id if parsed is not None else ""
 
 
 def plan_schema() -> str:

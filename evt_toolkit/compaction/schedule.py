@@ -37,7 +37,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from evt_toolkit.compaction.event_times import max_ingested_event_time, slice_infos
-from evt_toolkit.compaction.links import PartitionLink, SymlinkUnsupportedError, create_links
 from evt_toolkit.compaction.model import LogFileInfo, OperationSelection, SliceInfo
 from evt_toolkit.compaction.plan import (
     LINK_MODES,
@@ -53,8 +52,10 @@ from evt_toolkit.compaction.strategy import max_ingested_event_time as max_event
 from evt_toolkit.compaction.trigger import check_can_schedule
 from evt_toolkit.errors import EvtError, PendingTableServiceError, PlanValidationError
 from evt_toolkit.faults import fault_point
+from evt_toolkit.format.links import Link, links_from_plan
 from evt_toolkit.format.names import REQUESTED, InstantFileName
 from evt_toolkit.format.ownership import LINK, SCHEDULE, OwnedFile
+from evt_toolkit.storage.links import create_links, require_symlinks
 from evt_toolkit.storage.ownership import MARKER_ROOT, drop_ownership, ownership_records, record_ownership
 from evt_toolkit.table.guards import require_writable
 from evt_toolkit.table.timeline import COMPACTION
@@ -97,7 +98,7 @@ class ScheduledCompaction:
     threshold: int | None
     link_mode: str
     link_timing: str
-    links: tuple[PartitionLink, ...]
+    links: tuple[Link, ...]
     operations: int
 
     @property
@@ -177,11 +178,7 @@ def schedule_compaction(
         raise PlanValidationError(f"link_mode must be one of {', '.join(LINK_MODES)}, got {link_mode!r}")
     if link_timing not in LINK_TIMINGS:
         raise PlanValidationError(f"link_timing must be one of {', '.join(LINK_TIMINGS)}, got {link_timing!r}")
-    if link_mode == "symlink" and not table.storage.supports_symlink:
-        raise SymlinkUnsupportedError(
-            f"link_mode='symlink' needs a file system with symlinks; {table.storage.uri} has none through pyarrow "
-            "(use link_mode='copy')"
-        )
+    require_symlinks(table.storage, link_mode)
     if exact_split and not strategy.event_time_aware:
         raise PlanValidationError(f"exact_split needs an event-time strategy (a threshold T), got {strategy!r}")
     table.refresh()
@@ -215,11 +212,7 @@ def schedule_compaction(
     if plan is None:
         return None
 
-    links: list[PartitionLink] = []
-    for op in plan["operations"]:
-        partition = op.get("partitionPath") or ""
-        for x in op.get("symlinkOperations") or []:
-            links.append(PartitionLink(partition, str(x["symlink"]), str(x["target"])))
+    links = links_from_plan(plan, c)
     extra = plan["extraMetadata"]
     extra[EXTRA_EXACT_SPLIT] = "true" if exact_split else "false"
     extra.update(_remaining_figures(slices, selections))
@@ -228,7 +221,7 @@ def schedule_compaction(
     if link_timing == "schedule":
         if links:
             record_ownership(table.storage, c, SCHEDULE, "links", [OwnedFile(x.symlink_path, LINK) for x in links])
-            create_links(table.storage, links, link_mode)
+            create_links(table.storage, links)
         fault_point("schedule.after_links")
     fault_point("schedule.before_plan")
     table.storage.write_bytes_atomic(plan_file(table, c), data)

@@ -23,15 +23,15 @@ import fastavro
 
 from evt_toolkit.compaction.executor import (
     _find_instant,
-    plan_links_with_partition,
     validate_plan_files,
 )
-from evt_toolkit.compaction.links import check_link
 from evt_toolkit.compaction.plan import EXTRA_LINK_MODE, EXTRA_LINK_TIMING
 from evt_toolkit.compaction.schedule import plan_file
 from evt_toolkit.errors import EvtError
+from evt_toolkit.format.links import links_from_plan
 from evt_toolkit.format.metadata import load_schema, read_avro_container
 from evt_toolkit.format.names import LogFileName
+from evt_toolkit.storage.links import check_link
 
 if TYPE_CHECKING:
     from evt_toolkit.table.table import Table
@@ -96,7 +96,7 @@ def validate_compaction(table: Table, instant: str) -> ValidationReport:
         if inst.is_completed
         else set()
     )
-    for link in plan_links_with_partition(plan):
+    for link in links_from_plan(plan, instant):
         checked += 1
         if inst.is_completed:
             parsed = LogFileName.parse(link.symlink)
@@ -111,7 +111,7 @@ def validate_compaction(table: Table, instant: str) -> ValidationReport:
             and not table.storage.exists(link.target_path)
         ):
             continue  # a copy holds its own bytes: a clean may have removed the original after C completed
-        res = check_link(table.storage, link, mode)
+        res = check_link(table.storage, link)
         if not res.ok and res.problem:
             problems.append(res.problem)
     return ValidationReport(not problems, tuple(problems), checked)

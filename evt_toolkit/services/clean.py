@@ -22,7 +22,6 @@ Example:
 
 from __future__ import annotations
 
-import os
 import posixpath
 import time
 from dataclasses import dataclass
@@ -46,14 +45,12 @@ from evt_toolkit.services.clean_planner import (
     InstantRef,
     plan_clean,
 )
-from evt_toolkit.services.links import Link, LinkGraph, links_from_commit, links_from_plan
+from evt_toolkit.storage.links import delete_link_or_file
 from evt_toolkit.table.fs_view import list_table_files
 from evt_toolkit.table.guards import require_writable
+from evt_toolkit.table.links import LinkGraph, storage_symlinks, table_links
 from evt_toolkit.table.timeline import (
     CLEAN,
-    COMMIT,
-    COMPACTION,
-    LOG_COMPACTION,
     SAVEPOINT,
     WRITE_ACTIONS,
 )
@@ -69,7 +66,6 @@ __all__ = [
     "gather_clean_inputs",
     "hadoop_path",
     "relative_path",
-    "table_links",
 ]
 
 #: ``CleanPlanner.LATEST_CLEAN_PLAN_VERSION`` / ``CleanerUtils.CLEAN_METADATA_VERSION_2``.
@@ -139,45 +135,6 @@ def relative_path(storage: TableStorage, full: str) -> str:
 # -- gathering -------------------------------------------------------------------------------------------------------
 
 
-def _storage_symlinks(storage: TableStorage, paths: list[str]) -> dict[str, str]:
-    """``link -> target`` (relative paths) of the listed data files that are symlinks (local storage only)."""
-    if not storage.is_local:
-        return {}
-    out: dict[str, str] = {}
-    for rel in paths:
-        full = storage.full_path(rel)
-        if os.path.islink(full):
-            dest = os.readlink(full)
-            target = os.path.normpath(os.path.join(os.path.dirname(full), dest))
-            out[rel] = posixpath.relpath(target, storage.base_path)
-    return out
-
-
-def table_links(table: Table) -> list[Link]:
-    """Every link recorded on the timeline: pending plans' ``symlinkOperations`` and completed commits' links.
-
-    A completed compaction without ``evt.compaction.links`` in its commit (written by another tool) falls back to
-    its plan, which stays on the timeline as ``C.compaction.requested``.
-    """
-    tl = table.timeline
-    out: list[Link] = []
-    for inst in tl.instants:
-        if inst.action in (COMPACTION, LOG_COMPACTION) and not inst.is_completed:
-            out.extend(links_from_plan(tl.compaction_plan(inst), inst.time))
-        elif inst.action == COMMIT and inst.is_completed:
-            meta = tl.commit_metadata(inst)
-            if not meta.get("compacted"):
-                continue
-            found = links_from_commit(meta, inst.time, tl.state_file(inst) or "")
-            if not found and "evt.compaction.links" not in (meta.get("extraMetadata") or {}):
-                try:
-                    found = links_from_plan(tl.compaction_plan(inst), inst.time)
-                except TimelineError:
-                    found = []
-            out.extend(found)
-    return out
-
-
 def gather_clean_inputs(table: Table) -> CleanInputs:
     """The facts :func:`~evt_toolkit.services.clean_planner.plan_clean` needs, read from the table."""
     tl = table.timeline
@@ -187,7 +144,7 @@ def gather_clean_inputs(table: Table) -> CleanInputs:
     for inst in tl.pending_compactions() + tl.pending_log_compactions():
         for op in tl.compaction_plan(inst).get("operations") or []:
             pending_slices[(str(op.get("partitionPath") or ""), str(op["fileId"]))] = str(op.get("baseInstantTime"))
-    graph = LinkGraph.of(table_links(table)).with_symlinks(_storage_symlinks(table.storage, existing))
+    graph = LinkGraph.of(table_links(table)).with_symlinks(storage_symlinks(table.storage, existing))
     return CleanInputs(
         groups=table.view.file_groups(),
         completed_commits=[InstantRef(i.time, i.action) for i in tl.completed_commits()],
@@ -260,31 +217,19 @@ def _clean_file(table: Table, instant: str, state: str) -> str:
 # -- execution -------------------------------------------------------------------------------------------------------
 
 
-def _is_symlink(storage: TableStorage, rel: str) -> bool:
-    return storage.is_local and os.path.islink(storage.full_path(rel))
-
-
-def _exists(storage: TableStorage, rel: str) -> bool:
-    return _is_symlink(storage, rel) or storage.exists(rel)
-
-
 def delete_files(storage: TableStorage, paths: list[str]) -> set[str]:
     """Delete ``paths`` (symlinks first) and return those deleted; a missing file counts as not deleted.
 
     Symlinks go first so that a crash half-way never leaves a link whose target is already gone; a symlink is
     unlinked itself, never followed.
     """
-    ordered = sorted(paths, key=lambda p: (not _is_symlink(storage, p), p))
+    ordered = sorted(paths, key=lambda p: (not storage.is_symlink(p), p))
     deleted: set[str] = set()
     for rel in ordered:
         try:
-            if _is_symlink(storage, rel):
-                os.unlink(storage.full_path(rel))
-            elif storage.exists(rel):
-                storage.delete_file(rel)
-            else:
+            if not delete_link_or_file(storage, rel):
                 continue  # FSUtils.deleteFile returns false for a missing file: a failed delete in the stats
-        except (OSError, StorageError):
+        except StorageError:
             continue
         deleted.add(rel)
     return deleted
@@ -335,7 +280,7 @@ def _resume_pending(table: Table, dry_run: bool) -> CleanResult | None:
     policy = str(plan.get("policy") or "")
     files = tuple(sorted(p for ps in by_partition.values() for p in ps))
     if dry_run:
-        would = tuple(p for p in files if _exists(table.storage, p))
+        would = tuple(p for p in files if table.storage.lexists(p))
         return CleanResult(None, policy, 0, ectr or None, would, (), (), (), True, resumed=True)
     started = time.monotonic()
     if not inst.is_inflight:

@@ -13,7 +13,7 @@ Mirrors ``CleanPlanner`` and ``CleanerUtils.getEarliestCommitToRetain`` of Hudi 
   has put there since scheduling.
 * Deleting a slice means its base file and all its log files.
 
-Then the links (:mod:`evt_toolkit.services.links`): a file that a surviving symlink-mode link needs for its bytes is
+Then the links (:mod:`evt_toolkit.table.links`): a file that a surviving symlink-mode link needs for its bytes is
 taken off the list, following chains of links across compactions, until nothing that stays depends on anything that
 goes. Copy-mode links hold their own bytes, so what they were copied from is cleanable like any old slice.
 
@@ -33,8 +33,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from evt_toolkit.errors import CleanPolicyError
-from evt_toolkit.services.links import LinkGraph
 from evt_toolkit.table.fs_view import FileGroup, FileSlice
+from evt_toolkit.table.links import LinkGraph
 
 __all__ = [
     "DEFAULT_COMMITS_RETAINED",

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import os
 import posixpath
 import time
 from collections.abc import Mapping, Sequence
@@ -477,7 +476,7 @@ def _compaction_requests(table: Table, inst: Instant, listing: Listing) -> list[
     c = inst.time
     storage = table.storage
     owned = owned_files(storage, c, [RUN])
-    found: list[str] = [p for p in owned if storage.exists(p) or _is_link(storage, p)]
+    found: list[str] = [p for p in owned if storage.lexists(p)]
     if not owned:
         found = [b.path for b in listing.base_files if b.instant == c]
     outputs: dict[tuple[str, str], list[str]] = {}
@@ -488,10 +487,6 @@ def _compaction_requests(table: Table, inst: Instant, listing: Listing) -> list[
         fid = parsed_log.file_id if parsed_log else parsed_base.file_id if parsed_base else ""
         outputs.setdefault((_partition_of(path), fid), []).append(path)
     return plan_compaction_rollback(c, ops, outputs, {})
-
-
-def _is_link(storage: TableStorage, rel: str) -> bool:
-    return storage.is_local and os.path.islink(storage.full_path(rel))
 
 
 def _deltacommit_requests(table: Table, inst: Instant, listing: Listing) -> list[RollbackRequest]:

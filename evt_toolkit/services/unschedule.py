@@ -21,13 +21,13 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import os
 from dataclasses import dataclass
 
-from evt_toolkit.compaction.executor import plan_links_with_partition
 from evt_toolkit.compaction.schedule import plan_file
 from evt_toolkit.errors import EvtError
+from evt_toolkit.format.links import links_from_plan
 from evt_toolkit.format.names import INFLIGHT, REQUESTED, BaseFileName, LogFileName
+from evt_toolkit.storage.links import delete_link_or_file
 from evt_toolkit.storage.ownership import drop_ownership, owned_files
 from evt_toolkit.table.guards import require_writable
 from evt_toolkit.table.table import Table
@@ -53,14 +53,6 @@ class UnscheduleReport:
     refused_reason: str | None
 
 
-def _is_link(table: Table, rel: str) -> bool:
-    return table.storage.is_local and os.path.islink(table.storage.full_path(rel))
-
-
-def _exists(table: Table, rel: str) -> bool:
-    return _is_link(table, rel) or table.storage.exists(rel)
-
-
 def unschedule_compaction(table: Table, instant: str, *, dry_run: bool = True) -> UnscheduleReport:
     """Take back a pending compaction that wrote nothing others depend on (dry run by default)."""
     table.refresh()
@@ -77,7 +69,7 @@ def unschedule_compaction(table: Table, instant: str, *, dry_run: bool = True) -
         return UnscheduleReport(instant, (), False, f"cannot read the plan: {exc}")
     storage = table.storage
     ours = set(owned_files(storage, instant))
-    ours.update(link.symlink_path for link in plan_links_with_partition(plan))
+    ours.update(link.symlink_path for link in links_from_plan(plan, instant))
     outputs: list[str] = []
     for op in plan.get("operations") or []:
         partition = str(op.get("partitionPath") or "")
@@ -98,7 +90,7 @@ def unschedule_compaction(table: Table, instant: str, *, dry_run: bool = True) -
             base = BaseFileName.parse(e.name) if not e.name.startswith(".") else None
             if base is not None and base.file_id == fid and base.instant == instant:
                 outputs.append(e.path)  # Hudi names a base file after the instant that wrote it: C's own
-    files = sorted(p for p in ours | set(outputs) if _exists(table, p))
+    files = sorted(p for p in ours | set(outputs) if storage.lexists(p))
     for state in (INFLIGHT, REQUESTED):
         rel = plan_file(table, instant, state)
         if storage.exists(rel):
@@ -106,10 +98,7 @@ def unschedule_compaction(table: Table, instant: str, *, dry_run: bool = True) -
     if dry_run:
         return UnscheduleReport(instant, tuple(files), False, None)
     for rel in files:
-        if _is_link(table, rel):
-            os.unlink(storage.full_path(rel))
-        else:
-            storage.delete_file(rel)
+        delete_link_or_file(storage, rel)
     with contextlib.suppress(EvtError):
         drop_ownership(storage, instant)
     table.refresh()

@@ -11,11 +11,12 @@ import pytest
 
 import evt_toolkit as evt
 from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
-from evt_toolkit.compaction.executor import plan_links_with_partition, run_compaction
-from evt_toolkit.compaction.links import create_links
+from evt_toolkit.compaction.executor import run_compaction
 from evt_toolkit.compaction.schedule import schedule_compaction
 from evt_toolkit.compaction.validate import validate_compaction
+from evt_toolkit.format.links import links_from_plan
 from evt_toolkit.storage import count_requests
+from evt_toolkit.storage.links import create_links
 from tests.compaction.helpers import BASE, create, deletes, rows, same
 from tests.conftest import S3Server
 from tests.faults import oracle_of
@@ -118,11 +119,11 @@ def test_copy_mode_compaction_clean_and_server_side_links(s3_server: S3Server, s
     c = schedule_compaction(t, _strategy(), link_mode="copy", link_timing="execute")
     assert c is not None
     plan = t.refresh().timeline.compaction_plan(next(i for i in t.timeline.instants if i.time == c.instant))
-    links = plan_links_with_partition(plan)
+    links = links_from_plan(plan)
     assert links, "the plan leaves logs behind"
     linked = sum(t.storage.size(link.target_path) for link in links)
     with count_requests() as cnt:
-        create_links(t.storage, links, "copy")
+        create_links(t.storage, links)
     got = cnt.counts()
     assert got.copy == len(links)
     assert got.bytes_read + got.bytes_written <= 0.05 * linked, (got, linked)
@@ -190,7 +191,7 @@ def test_killed_compaction_recovers(
 def test_two_schedulers_race_for_one_instant(s3_server: S3Server, s3_bucket: str, tmp_path: Path) -> None:
     t, _ = _written(s3_server, s3_bucket, tmp_path)
     instant = time.strftime("%Y%m%d%H%M%S", time.gmtime(time.time() + 60)) + "999"  # after every write
-    start = time.time() + 8
+    start = time.time() + 15
     procs = [
         run_child(t.path, s3_server.options, None, "schedule", str(T), "copy", "schedule", instant, start_at=start)
         for _ in range(2)
@@ -199,7 +200,12 @@ def test_two_schedulers_race_for_one_instant(s3_server: S3Server, s3_bucket: str
     ok = [r for r in results if r[0] == 0]
     failed = [r for r in results if r[0] != 0]
     assert len(ok) == 1 and len(failed) == 1, [(r[0], r[2][-500:]) for r in results]
-    assert "ObjectExistsError" in failed[0][2] and f"{t.path}/.hoodie/{instant}.compaction.requested" in failed[0][2]
+    # Started together, the loser's create-only PUT of the plan fails; on a machine too loaded to start them together
+    # the later one sees the winner's plan first and is refused before writing. Either way: one plan, a clear error.
+    err = failed[0][2]
+    assert (
+        "ObjectExistsError" in err and f"{t.path}/.hoodie/{instant}.compaction.requested" in err
+    ) or f"compaction {instant}" in err, err[-1500:]
     t.refresh()
     assert [i.time for i in t.timeline.instants if i.action == "compaction"] == [instant]
     assert validate_compaction(t, instant).ok

@@ -23,6 +23,7 @@ from evt_toolkit.compaction.executor import run_compaction
 from evt_toolkit.compaction.schedule import schedule_compaction
 from evt_toolkit.compaction.validate import validate_compaction
 from evt_toolkit.errors import PendingTableServiceError, ReadError
+from evt_toolkit.format.links import Link
 from evt_toolkit.format.metadata import decode_clean_metadata, decode_clean_plan
 from evt_toolkit.services import clean as clean_service
 from evt_toolkit.services.clean_planner import (
@@ -34,8 +35,8 @@ from evt_toolkit.services.clean_planner import (
     earliest_commit_to_retain,
     plan_clean,
 )
-from evt_toolkit.services.links import Link, LinkGraph
 from evt_toolkit.table.fs_view import BaseFile, FileGroup, FileSlice, LogFile
+from evt_toolkit.table.links import LinkGraph
 from evt_toolkit.table.retention import check_readable_at, earliest_retained
 from tests.compaction.helpers import BASE, create, deletes, hudi_rs, rows, same
 from tests.oracle import Oracle

@@ -9,7 +9,7 @@ from typing import Any
 import fastavro
 import pytest
 
-from evt_toolkit.compaction.model import LinkOperation, LogFileInfo, OperationSelection, SliceInfo
+from evt_toolkit.compaction.model import LogFileInfo, OperationSelection, SliceInfo
 from evt_toolkit.compaction.plan import (
     EXTRA_EVENT_TIME_FIELD,
     EXTRA_LINK_MODE,
@@ -30,6 +30,7 @@ from evt_toolkit.compaction.strategy import (
     LogFileSizeBasedCompactionStrategy,
 )
 from evt_toolkit.errors import PlanValidationError
+from evt_toolkit.format.links import Link
 from evt_toolkit.format.metadata import decode_compaction_plan, load_schema
 
 C = "20250105000000000"
@@ -90,8 +91,8 @@ def test_link_allocation_and_next_version() -> None:
     rem = [log("a", 4, 1, "1-0-1"), log("a", 9, 1, "2-3-4")]
     links = allocate_link_names("a", C, rem)
     assert links == (
-        LinkOperation(f".a_{C}.log.1_1-0-1", rem[0].name),
-        LinkOperation(f".a_{C}.log.2_2-3-4", rem[1].name),
+        Link("", f".a_{C}.log.1_1-0-1", rem[0].name, C),
+        Link("", f".a_{C}.log.2_2-3-4", rem[1].name, C),
     )
     assert next_write_version_after_links(links) == 3
     assert next_write_version_after_links([link.to_avro() for link in links]) == 3
@@ -156,7 +157,8 @@ def test_encoded_plan_decodes_with_extended_and_stock_schema() -> None:
     assert java_view["version"] == 2
     # The timeline decoder keeps the extension.
     decoded = decode_compaction_plan(data, f".hoodie/{C}.compaction.requested")
-    assert plan_links(decoded)[("city=x", "a")][0] == LinkOperation(f".a_{C}.log.1_1-0-1", f".a_{B}.log.2_1-0-1")
+    link = plan_links(decoded, C)[("city=x", "a")][0]
+    assert (link.partition_path, link.symlink, link.target) == ("city=x", f".a_{C}.log.1_1-0-1", f".a_{B}.log.2_1-0-1")
     assert decoded["extraMetadata"] == plan["extraMetadata"]
 
 

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from evt_toolkit.errors import InvalidNameError
 from evt_toolkit.format.names import (
     UNKNOWN_WRITE_TOKEN,
     BaseFileName,
@@ -207,7 +208,7 @@ def test_not_instant_file_names(name: str) -> None:
 
 def test_new_write_token() -> None:
     assert new_write_token(0, 13, 60) == "0-13-60"
-    with pytest.raises(ValueError):
+    with pytest.raises(InvalidNameError):
         new_write_token(-1, 0, 0)
 
 
