@@ -30,7 +30,6 @@ Example:
 
 from __future__ import annotations
 
-import os
 import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -55,7 +54,7 @@ from evt_toolkit.faults import fault_point
 from evt_toolkit.format.links import Link, links_from_plan
 from evt_toolkit.format.names import REQUESTED, InstantFileName
 from evt_toolkit.format.ownership import LINK, SCHEDULE, OwnedFile
-from evt_toolkit.storage.links import create_links, require_symlinks
+from evt_toolkit.storage.links import create_links, delete_link_or_file, require_symlinks
 from evt_toolkit.storage.ownership import MARKER_ROOT, drop_ownership, ownership_records, record_ownership
 from evt_toolkit.table.guards import require_writable
 from evt_toolkit.table.timeline import COMPACTION
@@ -258,11 +257,7 @@ def remove_abandoned_schedules(table: Table) -> list[str]:
         if not records or any(r.phase != SCHEDULE for r in records):
             continue
         for path in sorted({f.path for r in records for f in r.files}):
-            if storage.is_local and os.path.islink(storage.full_path(path)):
-                os.unlink(storage.full_path(path))
-                deleted.append(path)
-            elif storage.exists(path):
-                storage.delete_file(path)
+            if delete_link_or_file(storage, path):
                 deleted.append(path)
         drop_ownership(storage, instant)
     return deleted
