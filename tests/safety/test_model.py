@@ -20,7 +20,7 @@ After every step:
 * no file a live slice needs is missing and no symlink dangles; a pending plan validates.
 
 ``EVT_MODEL_EXAMPLES`` (default 6) and ``EVT_MODEL_STEPS`` (default 14) size the run; the long run the README reports
-uses many more.
+uses many more, and ``EVT_MODEL_REPORT=<file>`` appends each sequence's number of checked steps to a file.
 """
 
 from __future__ import annotations
@@ -61,10 +61,23 @@ BASE = 1_700_000_000_000
 COLS = ["id", "region", "ts", "ev", "v"]
 KEYS = st.integers(0, 11)
 
-_run_faults = ["run.after_inflight", "run.after_task", "run.before_commit"]
-_schedule_faults = ["schedule.after_links", "schedule.before_plan"]
-_write_faults = ["write.after_inflight", "write.after_task", "write.before_complete", "write.after_complete"]
-_clean_faults = ["clean.after_inflight", "clean.after_delete"]
+_run_faults = ["run.after_inflight", "links.after_link", "run.after_links", "run.after_task", "run.before_commit"]
+_schedule_faults = ["links.after_link", "schedule.after_links", "schedule.before_plan"]
+_write_faults = [
+    "write.after_requested",
+    "write.after_inflight",
+    "write.after_task",
+    "write.before_complete",
+    "write.after_complete",
+]
+_clean_faults = ["clean.after_requested", "clean.after_inflight", "clean.after_delete"]
+_rollback_faults = [
+    "rollback.after_requested",
+    "rollback.after_inflight",
+    "rollback.after_delete",
+    "rollback.after_blocks",
+    "rollback.before_complete",
+]
 
 
 def _rs(path: str, *, ro: bool = False, incremental: tuple[str, str] | None = None) -> pa.Table:
@@ -114,6 +127,7 @@ class Lifecycle(RuleBasedStateMachine):
         self.history: dict[str, pa.Table] = {}
         self.last_write_units: list[str] | None = None
         self.rng = random.Random(0)
+        self.steps = 0
 
     @initialize(
         merge_mode=st.sampled_from(["commit_time", "event_time"]),
@@ -138,6 +152,10 @@ class Lifecycle(RuleBasedStateMachine):
 
     def teardown(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
+        report = os.environ.get("EVT_MODEL_REPORT")
+        if report:  # one line per sequence: its number of checked steps (long runs report their size)
+            with open(report, "a", encoding="utf-8") as out:
+                out.write(f"{self.steps}\n")
 
     # -- helpers ---------------------------------------------------------------------------------------------------
     def _pending(self) -> list[str]:
@@ -331,7 +349,11 @@ class Lifecycle(RuleBasedStateMachine):
             assert set(done.deleted) == set(dry.files)
 
     # -- rules: crashes ------------------------------------------------------------------------------------------------
-    @rule(what=st.sampled_from(["write", "schedule", "run", "clean"]), pick=st.integers(0, 3), recover=st.booleans())
+    @rule(
+        what=st.sampled_from(["write", "schedule", "run", "clean", "rollback"]),
+        pick=st.integers(0, 4),
+        recover=st.booleans(),
+    )
     def crash(self, what: str, pick: int, recover: bool) -> None:
         path = Path(self.t.path)
         if what == "write":
@@ -366,17 +388,29 @@ class Lifecycle(RuleBasedStateMachine):
                 self._apply_compaction(c, plan)
             elif c not in self._pending():
                 self._apply_compaction(c, plan)
-        else:
+        elif what == "clean":
             fault = _clean_faults[pick % len(_clean_faults)]
             proc = run_child(path, fault, "clean", KEEP_LATEST_FILE_VERSIONS, "1")
             assert proc.returncode in (0, -9), proc.stderr[-2000:]
             if recover:
                 self.t.clean(KEEP_LATEST_FILE_VERSIONS, 1, dry_run=False)
+        else:
+            # A rollback of a failed write killed half-way: resumed (now or by the next rollback rule).
+            if not self.failed:
+                return
+            target = self.failed[0]
+            proc = run_child(path, _rollback_faults[pick % len(_rollback_faults)], "rollback", target)
+            assert proc.returncode in (0, -9), proc.stderr[-2000:]
+            if recover or target not in {i.time for i in self.t.refresh().timeline.instants}:
+                if target in {i.time for i in self.t.timeline.instants}:
+                    assert self.t.rollback(target).target == target
+                self.failed.remove(target)
         self.t.refresh()
 
     # -- invariants ------------------------------------------------------------------------------------------------
     @invariant()
     def snapshot_is_the_model(self) -> None:
+        self.steps += 1
         expected = _as_table(self.model.snapshot())
         _same(self.t.refresh().read(), expected, "snapshot vs model")
         if not self.t.timeline.pending_compactions():
