@@ -31,6 +31,7 @@ from evt_toolkit.errors import PlanValidationError
 from evt_toolkit.read.query import read_table
 from evt_toolkit.services.clean import CleanResult, clean
 from evt_toolkit.services.metadata_table import MetadataTableReport, disable_metadata_table
+from evt_toolkit.services.repair import RepairReport, repair_compactions
 from evt_toolkit.services.rollback import RollbackResult, rollback
 from evt_toolkit.services.unschedule import UnscheduleReport, unschedule_compaction
 from evt_toolkit.spark.executor import spark_executor, write_dataframe
@@ -412,6 +413,21 @@ class CompactionNamespace:
             return run_compaction(self._table, _instant_of(c), spark=spark, progress=progress, **kwargs)
         finally:
             self._table.refresh()
+
+    def repair(self, dry_run: bool = True) -> RepairReport:
+        """Put compaction artifacts back in order (dry run by default): delete abandoned schedules' links, make
+        pending plans' missing links again, drop ownership records of completed instants; see
+        :func:`evt_toolkit.services.repair.repair_compactions`.
+
+        Example:
+            >>> t.compaction.repair().clean  # doctest: +SKIP
+            True
+        """
+        try:
+            return repair_compactions(self._table, dry_run=dry_run)
+        finally:
+            if not dry_run:
+                self._table.refresh()
 
     def unschedule(self, c: ScheduledCompaction | str | Instant, dry_run: bool = True) -> UnscheduleReport:
         """Remove a pending compaction that has not started (dry run by default: lists what would be deleted).

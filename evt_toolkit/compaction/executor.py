@@ -73,6 +73,7 @@ __all__ = [
     "CompactionResult",
     "ProgressCallback",
     "ProgressEvent",
+    "ensure_plan_links",
     "load_pending_plan",
     "old_slice_logs",
     "run_compaction",
@@ -262,7 +263,7 @@ def _run_tasks(
         raise CompactionExecutionError(f"a compaction task failed on Spark: {detail}") from exc
 
 
-def _ensure_links(table: Table, instant: str, links: list[Link], timing: str) -> int:
+def ensure_plan_links(table: Table, instant: str, links: list[Link], timing: str) -> int:
     """Make every link of the plan stand for its target; returns how many were (re)created.
 
     Schedule-time links belong to the plan: one found missing is made again from the plan, recorded under the
@@ -353,7 +354,7 @@ def run_compaction(
     fault_point("run.after_inflight")
 
     links = links_from_plan(plan, instant)
-    created = _ensure_links(table, instant, links, link_timing)
+    created = ensure_plan_links(table, instant, links, link_timing)
     if link_timing == "execute" and links:
         fault_point("run.after_links")
     if progress is not None:

@@ -67,6 +67,7 @@ __all__ = [
     "EXTRA_EXACT_SPLIT",
     "EXTRA_REMAINING_PREFIX",
     "ScheduledCompaction",
+    "abandoned_schedules",
     "plan_file",
     "remove_abandoned_schedules",
     "schedule_compaction",
@@ -236,29 +237,38 @@ def schedule_compaction(
     )
 
 
-def remove_abandoned_schedules(table: Table) -> list[str]:
-    """Delete the links of schedules that died before writing their plan; returns the files deleted.
+def abandoned_schedules(table: Table) -> dict[str, list[str]]:
+    """``instant -> recorded files`` of schedules that died before writing their plan (no writes).
 
     A schedule records its links (in ``.hoodie/.temp/<C>/``) and creates them before ``C.compaction.requested``. If it
     is killed in between, ``C`` never reaches the timeline: the links are named with an instant no reader knows, so
-    they are invisible, but a symlink among them would dangle once its target is cleaned or rolled back. Table
-    services call this first. A schedule still running in another process loses its links too; its plan, once
-    written, has them made again by the run (:func:`evt_toolkit.compaction.executor.run_compaction`).
+    they are invisible, but a symlink among them would dangle once its target is cleaned or rolled back.
     """
     storage = table.storage
     known = {i.time for i in table.refresh().timeline.instants}
     _, folders = storage.list_dir(MARKER_ROOT)
-    deleted: list[str] = []
+    out: dict[str, list[str]] = {}
     for folder in folders:
         instant = posixpath.basename(folder)
         if instant in known or not instant.isdigit():
             continue
         records = ownership_records(storage, instant)
-        if not records or any(r.phase != SCHEDULE for r in records):
-            continue
-        for path in sorted({f.path for r in records for f in r.files}):
-            if delete_link_or_file(storage, path):
-                deleted.append(path)
+        if records and all(r.phase == SCHEDULE for r in records):
+            out[instant] = sorted({f.path for r in records for f in r.files})
+    return out
+
+
+def remove_abandoned_schedules(table: Table) -> list[str]:
+    """Delete the links of schedules that died before writing their plan; returns the files deleted.
+
+    Table services call this first (:func:`abandoned_schedules` says why). A schedule still running in another
+    process loses its links too; its plan, once written, has them made again by the run
+    (:func:`evt_toolkit.compaction.executor.run_compaction`).
+    """
+    storage = table.storage
+    deleted: list[str] = []
+    for instant, paths in abandoned_schedules(table).items():
+        deleted.extend(p for p in paths if delete_link_or_file(storage, p))
         drop_ownership(storage, instant)
     return deleted
 

@@ -1,0 +1,112 @@
+"""``compaction repair``: put a table's compaction artifacts back in order (dry run by default, as hudi-cli's repairs).
+
+What it looks for, each found from ownership records and plans, never from file names alone:
+
+* **abandoned schedules** — links recorded by a schedule that died before writing its plan: invisible to readers,
+  but a symlink among them would dangle once its target goes. They are deleted, with their records;
+* **missing links of pending plans** — a link made at schedule time that is gone (deleted by hand, or by a schedule
+  racing at the same instant): made again from the plan, as the run itself would. A link whose target is gone too
+  is reported, not guessed;
+* **records of completed instants** — ownership folders left under ``.hoodie/.temp`` (object stores keep them to save
+  a DELETE per commit): deleted.
+
+Example:
+    >>> repair_compactions(t).abandoned_links  # doctest: +SKIP
+    ('p/.f_20250102000000000.log.1_0-0-0',)
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+
+from evt_toolkit.compaction.executor import ensure_plan_links
+from evt_toolkit.compaction.schedule import abandoned_schedules
+from evt_toolkit.errors import EvtError
+from evt_toolkit.format.links import links_from_plan
+from evt_toolkit.storage.links import check_link, delete_link_or_file
+from evt_toolkit.storage.ownership import MARKER_ROOT, drop_ownership
+from evt_toolkit.table.guards import require_writable
+from evt_toolkit.table.table import Table
+
+__all__ = ["RepairReport", "repair_compactions"]
+
+
+@dataclass(frozen=True, slots=True)
+class RepairReport:
+    """What :func:`repair_compactions` found (and, unless a dry run, fixed).
+
+    Attributes:
+        abandoned_links: files of schedules that never wrote their plan (deleted).
+        missing_links: links of pending plans that were missing (made again from the plan).
+        unrepairable: problems left alone, each naming the file (a link whose target is gone).
+        stale_record_folders: ownership folders of completed instants (deleted).
+        dry_run: nothing was changed.
+    """
+
+    abandoned_links: tuple[str, ...]
+    missing_links: tuple[str, ...]
+    unrepairable: tuple[str, ...]
+    stale_record_folders: tuple[str, ...]
+    dry_run: bool
+
+    @property
+    def clean(self) -> bool:
+        """Nothing to repair."""
+        return not (self.abandoned_links or self.missing_links or self.unrepairable or self.stale_record_folders)
+
+
+def repair_compactions(table: Table, *, dry_run: bool = True) -> RepairReport:
+    """Find (and unless ``dry_run``, repair) abandoned links, missing plan links and stale ownership records.
+
+    Raises:
+        UnsupportedTableError: a table this toolkit does not write.
+    """
+    table.refresh()
+    require_writable(table, "repair compactions")
+    storage = table.storage
+    abandoned = abandoned_schedules(table)
+    timeline = table.timeline
+    missing: list[str] = []
+    unrepairable: list[str] = []
+    to_make: dict[str, list] = {}
+    for inst in timeline.pending_compactions():
+        try:
+            plan = timeline.compaction_plan(inst)
+        except EvtError as exc:
+            unrepairable.append(str(exc))
+            continue
+        links = [x for x in links_from_plan(plan, inst.time) if x.timing == "schedule"]
+        for link in links:
+            if check_link(storage, link, deep=False).ok:
+                continue
+            if storage.exists(link.target_path):
+                missing.append(link.symlink_path)
+                to_make.setdefault(inst.time, []).append(link)
+            else:
+                unrepairable.append(
+                    f"link {storage.full_path(link.symlink_path)} of compaction {inst.time} is missing and its target "
+                    f"{storage.full_path(link.target_path)} is gone: unschedule the plan and schedule again"
+                )
+    completed = {i.time for i in timeline.completed()}
+    _, folders = storage.list_dir(MARKER_ROOT)
+    stale = sorted(f for f in folders if posixpath.basename(f) in completed)
+    report = RepairReport(
+        tuple(p for paths in abandoned.values() for p in paths),
+        tuple(missing),
+        tuple(unrepairable),
+        tuple(stale),
+        dry_run,
+    )
+    if dry_run:
+        return report
+    for instant, paths in abandoned.items():
+        for p in paths:
+            delete_link_or_file(storage, p)
+        drop_ownership(storage, instant)
+    for instant, links in to_make.items():
+        ensure_plan_links(table, instant, links, "schedule")
+    for folder in stale:
+        drop_ownership(storage, posixpath.basename(folder))
+    table.refresh()
+    return report
