@@ -69,7 +69,7 @@ class HudiTable(Table):
         storage_options: Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> Self:
-        """Create an empty MERGE_ON_READ table (version 6, bucket index); see
+        """Create an empty MERGE_ON_READ table (bucket index; version 6, or 8/9 with ``table_version=``); see
         :func:`evt_toolkit.write.create.create_table` for every argument.
 
         Example:

@@ -426,3 +426,101 @@ def encode_commit_metadata_json(meta: Mapping[str, Any]) -> bytes:
     out: list[str] = []
     _jackson(meta, 0, out)
     return "".join(out).encode("utf-8")
+
+
+# -- layout 2 (table versions 8 and 9): Avro commit metadata -----------------------------------------------------------
+
+#: ``HoodieWriteStat`` fields of the 1.x Avro schema (``HoodieCommitMetadata.avsc``) that Java's POJO holds as
+#: primitive ``long`` (so they serialize as ``0`` when unset); every other field defaults to ``null``. Checked
+#: against the deltacommit, commit and inflight files of the v8/v9 fixtures, which carry exactly these values.
+_AVRO_STAT_ZERO_FIELDS = frozenset(
+    {
+        "numWrites",
+        "numDeletes",
+        "numUpdateWrites",
+        "totalWriteBytes",
+        "totalWriteErrors",
+        "totalLogRecords",
+        "totalUpdatedRecordsCompacted",
+        "numInserts",
+        "totalLogBlocks",
+        "totalCorruptLogBlock",
+        "totalRollbackBlocks",
+        "fileSizeInBytes",
+        "totalLogFilesCompacted",
+        "totalLogReadTimeMs",
+        "totalLogSizeCompacted",
+        "numUpdates",
+    }
+)
+_RUNTIME_STATS_FIELDS = ("totalScanTime", "totalCreateTime", "totalUpsertTime")
+
+
+def _avro_stat_fields(schema: Mapping[str, Any]) -> list[str]:
+    stats_map = next(f for f in schema["fields"] if f["name"] == "partitionToWriteStats")["type"][1]
+    return [f["name"] for f in stats_map["values"]["items"]["fields"]]
+
+
+def _avro_write_stat(stat: Mapping[str, Any], fields: list[str]) -> dict[str, Any]:
+    """One JSON-shaped write stat as the Avro ``HoodieWriteStat`` record (unknown keys such as ``recordsStats``,
+    which the Avro schema does not have, are dropped as Java's conversion drops them)."""
+    out: dict[str, Any] = {}
+    for name in fields:
+        value = stat.get(name)
+        if value is None and name in _AVRO_STAT_ZERO_FIELDS:
+            value = 0
+        if name == "runtimeStats" and value is not None:
+            value = {k: value.get(k) for k in _RUNTIME_STATS_FIELDS}
+        if name == "logFiles" and value is not None:
+            value = list(value)
+        out[name] = value
+    return out
+
+
+def commit_metadata_to_avro(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """Commit metadata in the JSON (POJO) shape → the ``HoodieCommitMetadata`` Avro record of timeline layout 2.
+
+    Mirrors ``MetadataConversionUtils.convertCommitMetadata``: the same fields, ``version`` left null (as in every
+    1.x file the fixtures hold), missing counters ``0`` and everything else ``null``.
+
+    Example:
+        >>> rec = commit_metadata_to_avro({"partitionToWriteStats": {"p": [{"fileId": "f-0", "numWrites": 2}]},
+        ...                                "compacted": False, "extraMetadata": {}, "operationType": "UPSERT"})
+        >>> rec["partitionToWriteStats"]["p"][0]["numInserts"], rec["version"]
+        (0, None)
+    """
+    schema = json.loads(load_schema("HoodieCommitMetadata"))
+    fields = _avro_stat_fields(schema)
+    stats = {
+        str(p): [_avro_write_stat(s, fields) for s in entries]
+        for p, entries in (meta.get("partitionToWriteStats") or {}).items()
+    }
+    return {
+        "partitionToWriteStats": stats,
+        "compacted": bool(meta.get("compacted") or False),
+        "extraMetadata": {str(k): str(v) for k, v in (meta.get("extraMetadata") or {}).items()},
+        "version": None,
+        "operationType": meta.get("operationType") or "UNKNOWN",
+    }
+
+
+def encode_commit_metadata_avro(meta: Mapping[str, Any], *, sync_marker: bytes | None = None) -> bytes:
+    """Serialize commit metadata as timeline layout 2 stores it (``CommitMetadataSerDeV2.serialize``).
+
+    A single-record Avro object container whose embedded schema is byte for byte the one real 1.x writers embed
+    (``schemas/HoodieCommitMetadata.avsc``). Used for completed commits/deltacommits and for the inflight workload
+    profile alike.
+
+    Args:
+        meta: the metadata in the JSON shape (see :func:`encode_commit_metadata_json`).
+        sync_marker: 16 bytes; random by default.
+
+    Example:
+        >>> data = encode_commit_metadata_avro({"partitionToWriteStats": {}, "compacted": False,
+        ...                                     "extraMetadata": {}, "operationType": "UPSERT"})
+        >>> decode_commit_metadata(data, "x.deltacommit")["operationType"]
+        'UPSERT'
+    """
+    return encode_avro_container(
+        commit_metadata_to_avro(meta), load_schema("HoodieCommitMetadata"), sync_marker=sync_marker
+    )

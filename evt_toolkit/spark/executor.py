@@ -31,6 +31,7 @@ import pyarrow as pa
 
 from evt_toolkit.errors import WriteError
 from evt_toolkit.write.bucket import bucket_ids
+from evt_toolkit.write.index import BUCKET, resolve_write_index
 from evt_toolkit.write.plan import FileGroupWrite, WriteJobSpec
 from evt_toolkit.write.task import partition_paths, prepare_batch, record_keys, write_file_group
 from evt_toolkit.write.writer import Executor, write
@@ -121,20 +122,21 @@ def _key_columns_fn(
     hive_style: bool,
     hash_fields: str,
     num_buckets: int,
+    key_extraction: str = "0.x",
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     def add(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             t = pa.Table.from_batches([batch])
             keys = record_keys(t, record_key_fields)
             parts = partition_paths(t, partition_fields, hive_style)
-            buckets = pa.array(bucket_ids(keys, hash_fields, num_buckets), pa.int32())
+            buckets = pa.array(bucket_ids(keys, hash_fields, num_buckets, key_extraction=key_extraction), pa.int32())
             out = t.append_column(KEY_COLUMN, keys).append_column(PARTITION_COLUMN, parts)
             yield from out.append_column(BUCKET_COLUMN, buckets).to_batches()
 
     return add
 
 
-def prepare_on_spark(table: Table, df: DataFrame) -> DataFrame:
+def prepare_on_spark(table: Table, df: DataFrame, options: Mapping[str, str] | None = None) -> DataFrame:
     """Add record key, partition path and bucket columns on Spark and keep one row per record key.
 
     The columns come from the writer's own functions (:func:`record_keys`, :func:`partition_paths`,
@@ -154,15 +156,14 @@ def prepare_on_spark(table: Table, df: DataFrame) -> DataFrame:
     from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
     cfg = table.config
-    props = cfg.properties
-    num_buckets = int(props.get("hoodie.bucket.index.num.buckets") or 0)
-    if num_buckets <= 0:
-        raise WriteError(
-            f"{table.path}: hoodie.bucket.index.num.buckets is not set; only bucket-index tables are written"
-        )
-    hash_fields = (props.get("hoodie.bucket.index.hash.field") or "").strip() or ",".join(cfg.record_key_fields)
+    num_buckets, hash_fields = _bucket_settings(table, options)
     fn = _key_columns_fn(
-        cfg.record_key_fields, cfg.partition_fields, cfg.hive_style_partitioning, hash_fields, num_buckets
+        cfg.record_key_fields,
+        cfg.partition_fields,
+        cfg.hive_style_partitioning,
+        hash_fields,
+        num_buckets,
+        "1.x" if cfg.version >= 8 else "0.x",
     )
     keyed = df.withColumn(_SEQ_COLUMN, F.monotonically_increasing_id())
     schema = StructType(
@@ -179,6 +180,23 @@ def prepare_on_spark(table: Table, df: DataFrame) -> DataFrame:
         order.insert(0, F.col(cfg.ordering_field).desc_nulls_last())
     rank = F.row_number().over(Window.partitionBy(KEY_COLUMN).orderBy(*order))
     return keyed.withColumn("_evt_rank", rank).filter("_evt_rank = 1").drop("_evt_rank", _SEQ_COLUMN)
+
+
+def _bucket_settings(table: Table, options: Mapping[str, str] | None) -> tuple[int, str]:
+    """``hoodie.bucket.index.num.buckets`` and the hash fields, from the write options or ``hoodie.properties``."""
+    cfg = table.config
+    opts = dict(options or {})
+    num_buckets = int(
+        opts.get("hoodie.bucket.index.num.buckets") or cfg.properties.get("hoodie.bucket.index.num.buckets") or 0
+    )
+    if num_buckets <= 0:
+        raise WriteError(
+            f"{table.path}: hoodie.bucket.index.num.buckets is not set; only bucket-index tables are written"
+        )
+    hash_fields = str(
+        opts.get("hoodie.bucket.index.hash.field") or cfg.properties.get("hoodie.bucket.index.hash.field") or ""
+    ).strip() or ",".join(cfg.record_key_fields)
+    return num_buckets, hash_fields
 
 
 def _write_groups_from_shuffle(
@@ -233,17 +251,24 @@ def write_dataframe(
         WriteError: a task failed (the instant is left inflight and readers ignore it) or the data is invalid.
     """
     spark = df.sparkSession
-    prepared = prepare_on_spark(table, df).cache()
+    index = resolve_write_index(
+        table.config.properties,
+        dict(options or {}),
+        version=table.config.version,
+        where=table.path,
+        record_key_fields=table.config.record_key_fields,
+    )
+    if index.kind != BUCKET:
+        # A SIMPLE-index write joins the batch's keys with the base files' keys on the driver, so the rows are
+        # collected there; the file-group tasks still run on Spark (docs/hudi-1x.md §3).
+        return write(table, df, operation, executor=spark_executor(spark), options=options)
+    prepared = prepare_on_spark(table, df, options).cache()
     try:
         representatives = prepared.dropDuplicates([PARTITION_COLUMN, BUCKET_COLUMN])
         sample = representatives.toArrow()
         if sample.num_rows == 0:
             return write(table, sample.drop_columns(list(_HELPER_COLUMNS)), operation, executor=spark_executor(spark))
-        props = table.config.properties
-        num_buckets = int(props["hoodie.bucket.index.num.buckets"])
-        hash_fields = (props.get("hoodie.bucket.index.hash.field") or "").strip() or ",".join(
-            table.config.record_key_fields
-        )
+        num_buckets, hash_fields = _bucket_settings(table, options)
 
         def executor(
             spec: WriteJobSpec, items: list[tuple[FileGroupWrite, pa.Table, pa.Table]]

@@ -3,7 +3,8 @@
 Writes, compaction schedules and runs, unschedules, cleans, rollbacks: each refuses, before writing anything, a
 table it cannot keep consistent:
 
-* a table version other than 6 (timeline layout 1): the toolkit reads 8 and 9 but does not write them yet;
+* a table version the operation is not written for: writes handle 6, 8 and 9; the table services (compaction,
+  clean, rollback, unschedule) only 6 so far (``docs/hudi-1x.md``);
 * a table with a **metadata table** (``hoodie.table.metadata.partitions`` lists partitions, or ``.hoodie/metadata``
   exists): stock readers list files through it, and the toolkit does not maintain it, so a stock reader would miss
   new files or look for deleted ones. The way out is Hudi's own: disable it
@@ -16,6 +17,8 @@ Example:
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from evt_toolkit.errors import UnsupportedTableError
 from evt_toolkit.table.table import Table
@@ -41,13 +44,16 @@ def has_metadata_table(table: Table) -> bool:
     return bool(metadata_partitions(table)) or table.storage.exists(METADATA_FOLDER)
 
 
-def require_writable(table: Table, operation: str, *, merge_on_read: bool = True) -> None:
+def require_writable(
+    table: Table, operation: str, *, merge_on_read: bool = True, versions: Iterable[int] = (6,)
+) -> None:
     """Refuse ``operation`` on a table the toolkit cannot write safely; names the table and why.
 
     Args:
         table: the table.
         operation: what was asked, for the message (``"write"``, ``"schedule a compaction"``, ...).
         merge_on_read: the operation needs a MERGE_ON_READ table.
+        versions: the table versions ``operation`` is written for (writes: 6, 8 and 9; table services: 6).
 
     Raises:
         UnsupportedTableError: another table version or type, or a metadata table the toolkit does not maintain.
@@ -56,10 +62,12 @@ def require_writable(table: Table, operation: str, *, merge_on_read: bool = True
     where = table.storage.uri
     if merge_on_read and cfg.table_type != "MERGE_ON_READ":
         raise UnsupportedTableError(f"cannot {operation} on {where}: it is a {cfg.table_type} table, not MERGE_ON_READ")
-    if cfg.version != 6 or cfg.timeline_layout != 1:
+    allowed = tuple(versions)
+    if cfg.version not in allowed:
         raise UnsupportedTableError(
             f"cannot {operation} on {where}: table version {cfg.version} (timeline layout {cfg.timeline_layout}) is "
-            "read but not written by this toolkit; only table version 6 is written"
+            f"read, but this operation is written for table version {', '.join(map(str, allowed))} only "
+            "(docs/hudi-1x.md)"
         )
     if has_metadata_table(table):
         parts = ", ".join(metadata_partitions(table)) or "none listed"

@@ -18,6 +18,11 @@ upsert from one of them would create a duplicate, so this module reproduces the 
 * ``java.util.List.hashCode`` (``h = 31*h + (e == null ? 0 : e.hashCode())`` from 1) and ``String.hashCode``
   (``s[0]*31^(n-1) + ... + s[n-1]`` over UTF-16 code units), both in wrapping 32-bit arithmetic.
 
+Hudi 1.0 (HUDI-8403, apache/hudi#12120) rewrote ``KeyGenUtils.extractRecordKeysByFields``: a key without ``,`` or
+without ``:`` is one value, and ``f:v`` pairs are split so that values may hold ``:`` (timestamps) or ``,``. Tables of
+versions 8 and 9 are written by 1.x writers, so their buckets come from :func:`hash_keys_1x`
+(``key_extraction="1.x"``); the two parses agree on every key that contains neither ``,`` nor ``:``.
+
 Quirks kept on purpose, because stock Hudi has them: the parse depends only on the key's text, not on the key
 generator, so a simple key containing ``,`` is hashed as several values and one containing ``:`` may drop its parts
 (every such key then lands in the same bucket — apache/hudi#8279, #12155); values of complex keys that contain ``,``
@@ -140,6 +145,71 @@ def hash_keys(record_key: str, hash_fields: Sequence[str] | str, complex_key: bo
             else:
                 out.append(value)
     return out
+
+
+def hash_keys_1x(record_key: str, hash_fields: Sequence[str] | str) -> list[str | None]:
+    """The values Hudi 1.x hashes for a record key (``KeyGenUtils.extractRecordKeysByFields`` after HUDI-8403).
+
+    A faithful port, index arithmetic included (``lastIndexOf(",", i)`` is ``rfind(",", 0, i + 1)``).
+
+    Raises:
+        EvtError: a key Java's parse cannot handle (it throws or does not terminate on it).
+
+    Example:
+        >>> hash_keys_1x("2014-10-22 13:50:42", ["ts"]), hash_keys_1x("a:1,b:2014-10-22 13:50:42,c:x", ["b", "c"])
+        (['2014-10-22 13:50:42'], ['2014-10-22 13:50:42', 'x'])
+    """
+    if "," not in record_key or ":" not in record_key:
+        return [record_key]
+    fields = _index_key_fields(hash_fields)
+    every_field = not fields or (len(fields) == 1 and fields[0] == "")
+    values: list[str | None] = []
+    n = len(record_key)
+    processed = 0
+    steps = 0
+    while processed < n:
+        steps += 1
+        if steps > 4 * n + 8:
+            raise EvtError(f"record key {record_key!r}: Hudi 1.x cannot split it into key fields (it loops)")
+        sep1 = record_key.find(":", processed)
+        if sep1 < 0:
+            raise EvtError(f"record key {record_key!r}: Hudi 1.x cannot split it into key fields (part without ':')")
+        field = record_key[processed:sep1]
+        sep2 = record_key.find(":", sep1 + 1)
+        if every_field or field in fields:
+            if sep2 < 0:
+                value = record_key[sep1 + 1 :]
+                processed = n
+            else:
+                comma = record_key.rfind(",", 0, sep2 + 1)
+                # Skip ':' inside a value (a timestamp) until a ',' precedes the next ':'.
+                while comma < sep1 and sep2 > 0:
+                    sep2 = record_key.find(":", sep2 + 1)
+                    comma = record_key.rfind(",", 0, sep2 + 1) if sep2 >= 0 else -1
+                if comma > 0:
+                    value = record_key[sep1 + 1 : comma]
+                    processed = comma + 1
+                else:
+                    value = record_key[sep1 + 1 :]
+                    processed = n
+            if value == NULL_RECORDKEY_PLACEHOLDER:
+                values.append(None)
+            elif value == EMPTY_RECORDKEY_PLACEHOLDER:
+                values.append("")
+            else:
+                values.append(value)
+        elif sep2 < 0:
+            processed = n
+        else:
+            comma = record_key.rfind(",", 0, sep2 + 1)
+            while comma < sep1:
+                steps += 1
+                if steps > 4 * n + 8:
+                    raise EvtError(f"record key {record_key!r}: Hudi 1.x cannot split it into key fields (it loops)")
+                sep2 = record_key.find(":", sep2 + 1)
+                comma = record_key.rfind(",", 0, sep2 + 1) if sep2 >= 0 else -1
+            processed = n if comma < 0 else comma + 1
+    return values if values else [record_key]
 
 
 def _check_num_buckets(num_buckets: int) -> None:
@@ -326,6 +396,8 @@ def bucket_ids(
     hash_fields: Sequence[str] | str,
     num_buckets: int,
     complex_key: bool | None = None,
+    *,
+    key_extraction: str = "0.x",
 ) -> npt.NDArray[np.int32]:
     """Vectorized :func:`bucket_id` for many keys (Arrow compute + numpy; exact same answers).
 
@@ -334,6 +406,8 @@ def bucket_ids(
         hash_fields: the hash fields (list, or Hudi's comma-separated config string).
         num_buckets: ``hoodie.bucket.index.num.buckets``.
         complex_key: informational, see :func:`hash_keys`.
+        key_extraction: ``"0.x"`` (Hudi 0.14/0.15, table version 6) or ``"1.x"`` (Hudi 1.x writers of versions 8
+            and 9, :func:`hash_keys_1x`).
 
     Returns:
         int32 bucket ids, one per key.
@@ -362,6 +436,17 @@ def bucket_ids(
     if n == 0:
         return np.zeros(0, dtype=np.int32)
     fields = _index_key_fields(hash_fields)
+    if key_extraction == "1.x":
+        # Keys without both ',' and ':' are one value each; the rest take the exact scalar port.
+        both = pc.and_(pc.match_substring(keys, ","), pc.match_substring(keys, ":")).to_numpy(zero_copy_only=False)
+        plain_hashes = _string_hashes(keys)
+        out = (((np.uint32(31) + plain_hashes) & np.uint32(_INT_MAX)) % np.uint32(num_buckets)).astype(np.int32)
+        for i in np.flatnonzero(both):
+            parts = hash_keys_1x(keys[int(i)].as_py(), fields)
+            out[i] = (java_list_hash(parts) & _INT_MAX) % num_buckets
+        return out
+    if key_extraction != "0.x":
+        raise EvtError(f"key_extraction must be '0.x' or '1.x', got {key_extraction!r}")
     if pc.any(pc.match_substring_regex(keys, "[,:]")).as_py():
         values, rows = _java_hash_key_parts(keys, fields)
     else:
@@ -391,6 +476,7 @@ __all__ = [
     "bucket_id_str",
     "bucket_ids",
     "hash_keys",
+    "hash_keys_1x",
     "java_list_hash",
     "java_string_hash",
     "new_bucket_file_id",

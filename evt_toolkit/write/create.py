@@ -1,9 +1,14 @@
-"""Create an empty Merge-On-Read table, version 6, with Hudi's simple bucket index.
+"""Create an empty Merge-On-Read table (version 6, 8 or 9) with Hudi's simple bucket index.
 
 Mirrors ``HoodieTableMetaClient.initTableAndGetMetaClient``: the ``.hoodie`` folders Hudi creates at init and a
 ``hoodie.properties`` holding the keys Spark's datasource writes (format notes §1), plus the bucket-index and payload
 settings this toolkit writes with and two keys of our own (``hoodie.evt.*``). No metadata table is created and
 ``hoodie.table.metadata.partitions`` stays unset, so every reader lists storage (design §2.1).
+
+Version 6 stays the default: Hudi 0.x and 1.x both read and write it. Versions 8 (Hudi 1.0) and 9 (Hudi 1.1) get the
+keys their own writers record (``hoodie.record.merge.mode``, ``hoodie.table.initial.version``, the layout-2 timeline
+paths; v9's ``hoodie.table.ordering.fields`` instead of ``hoodie.table.precombine.field``), copied key for key from
+the real v8/v9 tables of the fixtures (docs/hudi-1x.md §2).
 """
 
 from __future__ import annotations
@@ -19,7 +24,14 @@ from evt_toolkit.storage.fs import TableStorage
 from evt_toolkit.table.config import EVENT_TIME_UNIT_KEY, MIN_EVENT_TIME_HEADER_KEY
 from evt_toolkit.table.table import Table
 
-__all__ = ["EVENT_TIME_UNIT_KEY", "INIT_FOLDERS", "create_table", "table_properties"]
+__all__ = [
+    "EVENT_TIME_UNIT_KEY",
+    "INIT_FOLDERS",
+    "TABLE_VERSIONS",
+    "TIMELINE_V2_FOLDERS",
+    "create_table",
+    "table_properties",
+]
 
 #: Folders ``HoodieTableMetaClient.initTableAndGetMetaClient`` creates.
 INIT_FOLDERS = (
@@ -33,7 +45,23 @@ INIT_FOLDERS = (
 )
 #: Our extension key: unit of integer epoch event times (``s``, ``ms``, ``us``, ``ns``).
 
+#: Extra folders of a layout-2 (v8/v9) table: the active timeline and its LSM history (``hoodie.timeline.path``,
+#: ``hoodie.timeline.history.path``).
+TIMELINE_V2_FOLDERS = (".hoodie/timeline", ".hoodie/timeline/history")
+
 _KEYGEN = "org.apache.hudi.keygen."
+#: ``KeyGeneratorType`` names 1.x records in ``hoodie.table.keygenerator.type`` for our three key generators.
+_KEYGEN_TYPES = {
+    "NonpartitionedKeyGenerator": "NON_PARTITION",
+    "SimpleKeyGenerator": "SIMPLE",
+    "ComplexKeyGenerator": "COMPLEX",
+}
+#: ``RecordMergeMode`` and the merge strategy id 1.0 records with it (``HoodieRecordMerger.*_MERGE_STRATEGY_UUID``).
+_RECORD_MERGE_MODES = {
+    "commit_time": ("COMMIT_TIME_ORDERING", "ce9acb64-bde0-424c-9b91-f6ebba25356d"),
+    "event_time": ("EVENT_TIME_ORDERING", "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"),
+}
+TABLE_VERSIONS = (6, 8, 9)
 _PAYLOAD = "org.apache.hudi.common.model."
 #: ``HoodieRecordMerger.DEFAULT_MERGER_STRATEGY_UUID``: what every 0.14/0.15 table records, whatever the payload.
 _MERGER_STRATEGY = "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5"
@@ -56,6 +84,84 @@ def _fields(value: str | Sequence[str] | None, what: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _v6_properties(
+    name: str,
+    database: str,
+    keys: tuple[str, ...],
+    partitions: tuple[str, ...],
+    ordering_field: str | None,
+    keygen: str,
+    merge_mode: str,
+) -> dict[str, str]:
+    """The version-6 keys of Spark's datasource (0.14/0.15): payload class and the default merger strategy."""
+    props: dict[str, str] = {
+        "hoodie.table.name": name,
+        "hoodie.database.name": database,
+        "hoodie.table.type": "MERGE_ON_READ",
+        "hoodie.table.version": "6",
+        "hoodie.timeline.layout.version": "1",
+        "hoodie.table.recordkey.fields": ",".join(keys),
+    }
+    if ordering_field:
+        props["hoodie.table.precombine.field"] = ordering_field
+    if partitions:
+        props["hoodie.table.partition.fields"] = ",".join(partitions)
+    props.update(
+        {
+            "hoodie.table.keygenerator.class": _KEYGEN + keygen,
+            "hoodie.archivelog.folder": "archived",
+            "hoodie.compaction.payload.class": _PAYLOAD + _MERGE_MODES[merge_mode],
+            "hoodie.compaction.record.merger.strategy": _MERGER_STRATEGY,
+        }
+    )
+    return props
+
+
+def _v8_properties(
+    version: int,
+    name: str,
+    database: str,
+    keys: tuple[str, ...],
+    partitions: tuple[str, ...],
+    ordering_field: str | None,
+    keygen: str,
+    merge_mode: str,
+) -> dict[str, str]:
+    """The keys Hudi 1.0 (v8) and 1.1 (v9) record at create (``HoodieTableConfig``, checked on the fixtures).
+
+    v8: ``hoodie.table.precombine.field``, the payload class and ``hoodie.record.merge.strategy.id`` beside
+    ``hoodie.record.merge.mode`` (as ``v8_trips_8i3u1d``). v9 renames the ordering key to
+    ``hoodie.table.ordering.fields``, records the merge mode alone and adds ``hoodie.table.format=native`` (as the
+    ``mor_v9_*`` tables). Both carry ``hoodie.table.initial.version``, the layout-2 timeline paths and
+    ``hoodie.table.keygenerator.type``.
+    """
+    mode, strategy_id = _RECORD_MERGE_MODES[merge_mode]
+    props: dict[str, str] = {
+        "hoodie.table.name": name,
+        "hoodie.database.name": database,
+        "hoodie.table.type": "MERGE_ON_READ",
+        "hoodie.table.version": str(version),
+        "hoodie.table.initial.version": str(version),
+        "hoodie.timeline.layout.version": "2",
+        "hoodie.timeline.path": "timeline",
+        "hoodie.timeline.history.path": "history",
+        "hoodie.table.recordkey.fields": ",".join(keys),
+    }
+    if ordering_field:
+        props["hoodie.table.ordering.fields" if version >= 9 else "hoodie.table.precombine.field"] = ordering_field
+    if partitions:
+        props["hoodie.table.partition.fields"] = ",".join(partitions)
+    props["hoodie.table.keygenerator.type"] = _KEYGEN_TYPES[keygen]
+    props["hoodie.archivelog.folder"] = "archived"
+    props["hoodie.record.merge.mode"] = mode
+    if version == 8:
+        props["hoodie.compaction.payload.class"] = _PAYLOAD + _MERGE_MODES[merge_mode]
+        props["hoodie.record.merge.strategy.id"] = strategy_id
+    else:
+        props["hoodie.table.format"] = "native"
+    return props
+
+
 def table_properties(
     name: str,
     record_key: str | Sequence[str],
@@ -69,6 +175,7 @@ def table_properties(
     database: str = "default",
     event_time_unit: str = "ms",
     timezone: str = "UTC",
+    table_version: int = 6,
 ) -> dict[str, str]:
     """The ``hoodie.properties`` of a new table, in the order they are written. Pure; see :func:`create_table`.
 
@@ -99,6 +206,8 @@ def table_properties(
     tz = timezone.strip().upper()
     if tz not in ("UTC", "LOCAL"):
         raise TableConfigError(f"timezone must be 'UTC' or 'LOCAL', got {timezone!r}")
+    if isinstance(table_version, bool) or table_version not in TABLE_VERSIONS:
+        raise TableConfigError(f"table_version must be 6, 8 or 9, got {table_version!r}")
 
     if not partitions:
         keygen = "NonpartitionedKeyGenerator"
@@ -106,24 +215,12 @@ def table_properties(
         keygen = "SimpleKeyGenerator"
     else:
         keygen = "ComplexKeyGenerator"
-    props: dict[str, str] = {
-        "hoodie.table.name": name,
-        "hoodie.database.name": database,
-        "hoodie.table.type": "MERGE_ON_READ",
-        "hoodie.table.version": "6",
-        "hoodie.timeline.layout.version": "1",
-        "hoodie.table.recordkey.fields": ",".join(keys),
-    }
-    if ordering_field:
-        props["hoodie.table.precombine.field"] = ordering_field
-    if partitions:
-        props["hoodie.table.partition.fields"] = ",".join(partitions)
+    if table_version == 6:
+        props = _v6_properties(name, database, keys, partitions, ordering_field, keygen, merge_mode)
+    else:
+        props = _v8_properties(table_version, name, database, keys, partitions, ordering_field, keygen, merge_mode)
     props.update(
         {
-            "hoodie.table.keygenerator.class": _KEYGEN + keygen,
-            "hoodie.archivelog.folder": "archived",
-            "hoodie.compaction.payload.class": _PAYLOAD + _MERGE_MODES[merge_mode],
-            "hoodie.compaction.record.merger.strategy": _MERGER_STRATEGY,
             "hoodie.datasource.write.hive_style_partitioning": str(hive_style_partitioning).lower(),
             "hoodie.datasource.write.partitionpath.urlencode": "false",
             "hoodie.datasource.write.drop.partition.columns": "false",
@@ -156,8 +253,9 @@ def create_table(
     event_time_unit: str = "ms",
     timezone: str = "UTC",
     storage_options: Mapping[str, Any] | None = None,
+    table_version: int = 6,
 ) -> Table:
-    """Create an empty MERGE_ON_READ table (version 6, bucket index) and open it.
+    """Create an empty MERGE_ON_READ table (version 6, 8 or 9; bucket index) and open it.
 
     Args:
         path: the base path (local path or URI); must not hold a table yet.
@@ -177,6 +275,9 @@ def create_table(
         database: ``hoodie.database.name`` (part of the checksum).
         event_time_unit: unit of integer epoch event times.
         timezone: ``hoodie.table.timeline.timezone`` of instant times: ``UTC`` or ``LOCAL``.
+        table_version: ``6`` (default; read and written by Hudi 0.14+ and 1.x), ``8`` (Hudi 1.0) or ``9``
+            (Hudi 1.1): timeline layout 2 under ``.hoodie/timeline``, Avro commit metadata, logs named by their
+            deltacommit (docs/hudi-1x.md).
 
     Returns:
         The new table.
@@ -203,12 +304,13 @@ def create_table(
         database,
         event_time_unit,
         timezone,
+        table_version,
     )
     storage = TableStorage.from_uri(path, storage_options)
     if storage.exists(HOODIE_PROPERTIES) or storage.exists(".hoodie"):
         raise TableConfigError(f"{storage.full_path('.hoodie')} already exists: refusing to create a table over it")
     try:
-        for folder in INIT_FOLDERS:
+        for folder in INIT_FOLDERS + (TIMELINE_V2_FOLDERS if table_version >= 8 else ()):
             storage.makedirs(folder)
     except OSError as exc:
         raise StorageError(f"cannot create {storage.full_path('.hoodie')}: {exc}") from exc

@@ -68,6 +68,8 @@ class WriteJobSpec:
         hive_style_partitioning: partition folders are ``field=value``.
         max_data_block_size: ``hoodie.logfile.data.block.max.size``: records are split into blocks of about this size.
         storage_options: how tasks reach the table's storage (credentials are redacted in the repr).
+        table_version: ``hoodie.table.version`` (6, 8 or 9): how log files, markers and delta stats are named
+            (:mod:`evt_toolkit.format.table_version`).
     """
 
     table_uri: str
@@ -85,6 +87,7 @@ class WriteJobSpec:
     hive_style_partitioning: bool = True
     max_data_block_size: int = DEFAULT_MAX_DATA_BLOCK_SIZE
     storage_options: StorageOptions | None = None
+    table_version: int = 6
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +104,8 @@ class FileGroupWrite:
         log_version: version of the first new log file.
         existing_log_files: the slice's log files, newest first (``FileSlice`` order, as the stat's ``logFiles``).
         prev_commit: ``"null"`` for a new file group, else the slice's base instant (``HoodieWriteStat.prevCommit``).
+        creates_base_file: the records are inserts written as the base file of a new file group
+            (``HoodieCreateHandle``; SIMPLE-index tables), not log files.
     """
 
     partition_path: str
@@ -111,6 +116,7 @@ class FileGroupWrite:
     log_version: int
     existing_log_files: tuple[str, ...]
     prev_commit: str
+    creates_base_file: bool = False
 
     @property
     def is_new_file_group(self) -> bool:

@@ -37,9 +37,11 @@ from evt_toolkit.format.metadata import write_stat
 from evt_toolkit.format.names import BaseFileName, LogFileName, new_write_token
 from evt_toolkit.format.ownership import LOG, WRITE, OwnedFile
 from evt_toolkit.format.properties import dump_properties
+from evt_toolkit.format.table_version import table_version_format
 from evt_toolkit.storage.fs import TableStorage
 from evt_toolkit.storage.ownership import record_ownership
 from evt_toolkit.write.bucket import bucket_ids
+from evt_toolkit.write.create_handle import write_base_file
 from evt_toolkit.write.plan import FileGroupWrite, WriteJobSpec
 
 __all__ = [
@@ -326,7 +328,9 @@ def prepare_batch(
         ordering = ordering.dictionary_decode()
     keep = _dedupe_indices(keys, ordering)
     keys, partitions = keys.take(keep), partitions.take(keep)
-    buckets = pa.array(bucket_ids(keys, hash_fields, bucket_count), pa.int32())
+    # Hudi 1.x writers (table versions 8 and 9) split record keys into hash keys their own way (HUDI-8403).
+    extraction = "1.x" if spec.table_version >= 8 else "0.x"
+    buckets = pa.array(bucket_ids(keys, hash_fields, bucket_count, key_extraction=extraction), pa.int32())
     n = len(keys)
 
     if spec.operation == "delete":
@@ -616,9 +620,12 @@ def write_file_group(
         >>> write_file_group(spec, fg, upserts, deletes, task_partition_id=0)  # doctest: +SKIP
         [{'fileId': '00000001-...-0', 'path': 'region=eu/.00000001-..._20250101000000000.log.1_0-0-0', ...}]
     """
+    if fg.creates_base_file:
+        return write_base_file(spec, fg, upserts, task_partition_id, stage_id, attempt_id)
     started = time.monotonic()
     storage = TableStorage.from_uri(spec.table_uri, spec.storage_options)
     token = new_write_token(task_partition_id, stage_id, attempt_id)
+    fmt = table_version_format(spec.table_version)
     try:
         records = _fill_meta(upserts, spec, fg, task_partition_id)
         units = _data_units(records, spec)
@@ -658,7 +665,8 @@ def write_file_group(
         if cur.size > spec.max_log_file_size and i + 1 < len(units):
             files.append(_LogFileOut(cur.version + 1, []))
 
-    names = [LogFileName(fg.file_id, fg.base_instant, "log", f.version, token).name for f in files]
+    name_instant = fmt.log_name_instant(slice_base_instant=fg.base_instant, write_instant=spec.instant)
+    names = [LogFileName(fg.file_id, name_instant, "log", f.version, token).name for f in files]
     rels = [posixpath.join(fg.partition_path, n) if fg.partition_path else n for n in names]
     for rel in rels:
         if storage.exists(rel):
@@ -669,9 +677,16 @@ def write_file_group(
     # Recorded before they exist: a rollback deletes exactly these files of the instant, whatever their names.
     record_ownership(storage, spec.instant, WRITE, token, [OwnedFile(rel, LOG) for rel in rels])
     ensure_partition_metafile(storage, fg.partition_path, spec.instant, _partition_depth(spec))
-    storage.write_bytes_atomic(
-        marker_path(spec.instant, fg.partition_path, fg.file_id, token, fg.base_instant), b"", overwrite=True
-    )
+    for name in names if fmt.logs_named_by_deltacommit else names[:1]:
+        marker = fmt.log_marker_path(
+            spec.instant,
+            fg.partition_path,
+            name,
+            file_id=fg.file_id,
+            write_token=token,
+            slice_base_instant=fg.base_instant,
+        )
+        storage.write_bytes_atomic(marker, b"", overwrite=True)
     stats: list[dict[str, Any]] = []
     for out, name, rel in zip(files, names, rels, strict=True):
         try:
@@ -680,6 +695,7 @@ def write_file_group(
             raise WriteError(f"instant {spec.instant}: cannot write log file {storage.full_path(rel)}: {exc}") from exc
         elapsed = int((time.monotonic() - started) * 1000)
         stat = _write_stat(spec, fg, out, name, elapsed)
+        stat.update(fmt.delta_stat_fields(write_instant=spec.instant, log_file_name=name))
         if out.deleted is not None:
             # Not a HoodieWriteStat field: the driver moves it into the commit's extraMetadata.
             stat[DELETE_EVENT_TIMES_STAT] = out.deleted

@@ -1,8 +1,10 @@
 """The write driver: one deltacommit per call, as Hudi's ``BaseHoodieWriteClient.upsert/insert/delete`` on MOR.
 
-Steps (``HoodieActiveTimeline`` layout 1, every file written atomically and never rewritten):
+Steps (every file written atomically and never rewritten; the table version's conventions — timeline folder and
+names, JSON or Avro commit metadata, log names, markers — come from :mod:`evt_toolkit.format.table_version`):
 
-1. validate the table (MOR, version 6, bucket index) and the batch; refuse while a clustering is pending;
+1. validate the table (MOR; version 6 with the bucket index, or 8/9 with the bucket or SIMPLE index and no metadata
+   table) and the batch; refuse while a clustering is pending;
 2. allocate an instant strictly greater than every instant on the timeline;
 3. key, de-duplicate and bucket the batch; plan one task per file group;
 4. ``T.deltacommit.requested`` (empty), then ``T.deltacommit.inflight`` (the workload profile);
@@ -16,8 +18,8 @@ groups created by them, so the table reads exactly as before; Hudi's rollback ca
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
-import posixpath
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
@@ -35,12 +37,14 @@ from evt_toolkit.errors import (
 from evt_toolkit.faults import fault_point
 from evt_toolkit.format.extra_metadata import WRITE_DELETE_EVENT_TIMES, DeleteEventTimes, encode_delete_event_times
 from evt_toolkit.format.log_writer import META_FIELDS, arrow_to_avro_schema, avro_schema_json, with_meta_fields
-from evt_toolkit.format.metadata import encode_commit_metadata_json, write_stat
-from evt_toolkit.format.names import COMPLETED, INFLIGHT, REQUESTED, InstantFileName
+from evt_toolkit.format.metadata import write_stat
+from evt_toolkit.format.names import COMPLETED, INFLIGHT, REQUESTED
 from evt_toolkit.format.ownership import WRITE
+from evt_toolkit.format.table_version import WRITABLE_TABLE_VERSIONS, table_version_format
 from evt_toolkit.storage.ownership import drop_ownership, owned_files
 from evt_toolkit.table.guards import require_writable
 from evt_toolkit.table.schema import latest_avro_schema
+from evt_toolkit.write.index import BUCKET, WriteIndex, check_writable_1x, resolve_write_index
 from evt_toolkit.write.instants import new_instant_time
 from evt_toolkit.write.plan import (
     DEFAULT_MAX_DATA_BLOCK_SIZE,
@@ -53,6 +57,7 @@ from evt_toolkit.write.plan import (
     plan_file_group_writes,
     reserved_versions,
 )
+from evt_toolkit.write.simple_index import DEFAULT_INSERT_SPLIT_SIZE, key_locations, plan_simple_index_writes
 from evt_toolkit.write.task import (
     BUCKET_COLUMN,
     DELETE_EVENT_TIMES_STAT,
@@ -75,6 +80,7 @@ DELTA_COMMIT = "deltacommit"
 _SUPPORTED_KEY_GENERATORS = frozenset({"SimpleKeyGenerator", "ComplexKeyGenerator", "NonpartitionedKeyGenerator"})
 _MAX_LOG_FILE_SIZE_KEY = "hoodie.logfile.max.size"
 _MAX_DATA_BLOCK_SIZE_KEY = "hoodie.logfile.data.block.max.size"
+_INSERT_SPLIT_SIZE_KEY = "hoodie.copyonwrite.insert.split.size"
 
 
 def local_executor(spec: WriteJobSpec, tasks: list[TaskInput]) -> list[list[dict[str, Any]]]:
@@ -101,10 +107,13 @@ def _to_arrow(data: Any) -> pa.Table:
     raise WriteError(f"cannot write a {type(data).__name__}; pass a pyarrow Table, a pandas or a Spark DataFrame")
 
 
-def _check_writable(table: Table) -> None:
-    require_writable(table, "write")
+def _check_writable(table: Table, options: Mapping[str, str]) -> WriteIndex:
+    # The one guard (type, version, metadata table); versions 8 and 9 are written too (docs/hudi-1x.md).
+    require_writable(table, "write", versions=WRITABLE_TABLE_VERSIONS)
     cfg = table.config
     where = table.storage.uri
+    if cfg.timeline_layout >= 2:
+        return check_writable_1x(table, options)
     if not cfg.populate_meta_fields:
         raise UnsupportedTableError(f"{where}: tables without meta fields (hoodie.populate.meta.fields=false)")
     if not cfg.record_key_fields:
@@ -117,6 +126,9 @@ def _check_writable(table: Table) -> None:
     keygen = (cfg.key_generator or "").rsplit(".", 1)[-1]
     if keygen and keygen not in _SUPPORTED_KEY_GENERATORS:
         raise UnsupportedTableError(f"{where}: key generator {cfg.key_generator} is not supported for writes")
+    return resolve_write_index(
+        cfg.properties, options, version=cfg.version, where=where, record_key_fields=cfg.record_key_fields
+    )
 
 
 def _int_option(options: Mapping[str, str], props: Mapping[str, str], key: str, default: int) -> int:
@@ -273,8 +285,17 @@ def _workload_profile(tasks: list[TaskInput], operation_type: str) -> dict[str, 
     }
 
 
-def _instant_file(table: Table, instant: str, state: str) -> str:
-    return posixpath.join(table.config.timeline_path, InstantFileName(instant, DELTA_COMMIT, state).name)
+def _instant_file(table: Table, instant: str, state: str, completion: str | None = None) -> str:
+    fmt = table_version_format(table.config.version, table.config.timeline_path)
+    return fmt.instant_path(instant, DELTA_COMMIT, state, completion)
+
+
+def _timeline_times(table: Table) -> list[str]:
+    """Every requested and completion time on the timeline: a new instant (or completion time) exceeds them all,
+    as Hudi's ``TimeGenerator`` issues both from one clock."""
+    times = [i.time for i in table.timeline]
+    times.extend(i.completion_time for i in table.timeline if i.completion_time)
+    return times
 
 
 # -- the driver -------------------------------------------------------------------------------------------------------
@@ -289,10 +310,11 @@ def write(
     executor: Executor | None = None,
     options: Mapping[str, str] | None = None,
 ) -> str:
-    """Write one batch as a deltacommit of a table created by :func:`evt_toolkit.write.create.create_table`.
+    """Write one batch as a deltacommit (table versions 6, 8 and 9; see docs/hudi-1x.md for 8 and 9).
 
     Args:
-        table: the table (MERGE_ON_READ, version 6, bucket index).
+        table: the table: MERGE_ON_READ, version 6 with the bucket index, or version 8/9 with the bucket index or,
+            declared in ``options``, the SIMPLE index; no metadata table.
         data: a ``pyarrow.Table``, a pandas DataFrame or a Spark DataFrame (collected to Arrow on the driver).
         operation: ``upsert``, ``insert`` (same path: the bucket index routes inserts like upserts) or ``delete``
             (rows need only the record key and partition fields; an ordering field value, if present, is written as
@@ -300,8 +322,10 @@ def write(
         spark: the Spark session; only used to collect a Spark DataFrame. Pass ``executor`` to run the tasks on Spark.
         executor: runs the file-group tasks: ``executor(spec, [(FileGroupWrite, upserts, deletes), ...])`` returns
             each task's write stats. Defaults to a local loop.
-        options: write configs by Hudi key: ``hoodie.logfile.max.size``, ``hoodie.logfile.data.block.max.size``
-            (otherwise read from ``hoodie.properties``, else Hudi's defaults).
+        options: write configs by Hudi key: ``hoodie.logfile.max.size``, ``hoodie.logfile.data.block.max.size``,
+            ``hoodie.copyonwrite.insert.split.size`` (otherwise read from ``hoodie.properties``, else Hudi's
+            defaults); for stock v8/v9 tables the index their writers use: ``hoodie.index.type`` (``SIMPLE`` or
+            ``BUCKET`` with ``hoodie.bucket.index.num.buckets``).
 
     Returns:
         The completed instant; ``""`` when a delete found nothing to delete on a table that never held a record
@@ -310,7 +334,7 @@ def write(
     Raises:
         SchemaMismatchError: a required field is missing or mistyped, or the columns differ from the table schema.
         WriteError: null record keys, bad options, or a task failed (the instant is left inflight, named).
-        UnsupportedTableError: not a v6 MOR bucket-index table.
+        UnsupportedTableError: a table or index this writer cannot keep consistent (named, with the reason).
         PendingTableServiceError: a clustering is pending.
 
     Example:
@@ -325,8 +349,9 @@ def write(
         raise WriteError(f"unknown write operation {operation!r}; expected one of {', '.join(OPERATIONS)}")
     opts = dict(options or {})
     table.refresh()
-    _check_writable(table)
+    index = _check_writable(table, opts)
     cfg = table.config
+    fmt = table_version_format(cfg.version, cfg.timeline_path)
     props = cfg.properties
     timeline = table.timeline
     clustering = timeline.pending_clustering()
@@ -344,7 +369,7 @@ def write(
     # that it never becomes the table schema.
     first_delete = op == "delete" and latest_avro_schema(cfg, timeline) is None
     schema_text = "" if first_delete else avro_schema_json(writer_schema)
-    instant = new_instant_time([i.time for i in timeline], cfg.timezone)
+    instant = new_instant_time(_timeline_times(table), cfg.timezone)
     spec = WriteJobSpec(
         table_uri=table.storage.uri,
         storage_options=table.storage.options,
@@ -361,14 +386,28 @@ def write(
         table_name=cfg.name,
         hive_style_partitioning=cfg.hive_style_partitioning,
         max_data_block_size=_int_option(opts, props, _MAX_DATA_BLOCK_SIZE_KEY, DEFAULT_MAX_DATA_BLOCK_SIZE),
+        table_version=cfg.version,
     )
-    num_buckets = int(props["hoodie.bucket.index.num.buckets"])
-    hash_fields = (props.get("hoodie.bucket.index.hash.field") or "").strip() or ",".join(cfg.record_key_fields)
-    upserts, deletes = prepare_batch(spec, batch, num_buckets, hash_fields)
-
-    fgs = plan_file_group_writes(
-        instant, _pairs(upserts) | _pairs(deletes), _existing_slices(table), _pending_reservations(table)
-    )
+    if index.kind == BUCKET:
+        upserts, deletes = prepare_batch(spec, batch, index.num_buckets, index.hash_fields)
+        fgs = plan_file_group_writes(
+            instant,
+            _pairs(upserts) | _pairs(deletes),
+            _existing_slices(table),
+            # v8+ writers never name logs after a pending compaction: their logs join slices by completion time.
+            [] if fmt.logs_named_by_deltacommit else _pending_reservations(table),
+        )
+        if fmt.logs_named_by_deltacommit:
+            # Each deltacommit opens new log files named after itself, from version 1 (HoodieWriteHandle, v8+).
+            fgs = [dataclasses.replace(fg, log_version=1, existing_log_files=()) for fg in fgs]
+    else:
+        upserts, deletes = prepare_batch(spec, batch, 1, ",".join(cfg.record_key_fields))
+        slices = {(s.partition_path, s.file_id): (s.base_instant, s.base_file) for s in _existing_slices(table)}
+        partitions = {p for p, _ in _pairs(upserts) | _pairs(deletes)}
+        split = _int_option(opts, props, _INSERT_SPLIT_SIZE_KEY, DEFAULT_INSERT_SPLIT_SIZE)
+        fgs, upserts, deletes = plan_simple_index_writes(
+            instant, upserts, deletes, key_locations(table, partitions), slices, insert_split_size=split
+        )
     group_keys = _group_keys(
         pa.array([fg.partition_path for fg in fgs], pa.string()), pa.array([fg.bucket for fg in fgs], pa.int64())
     )
@@ -393,7 +432,7 @@ def write(
     storage.write_bytes_atomic(_instant_file(table, instant, REQUESTED), b"")
     fault_point("write.after_requested")
     storage.write_bytes_atomic(
-        _instant_file(table, instant, INFLIGHT), encode_commit_metadata_json(_workload_profile(tasks, operation_type))
+        _instant_file(table, instant, INFLIGHT), fmt.encode_commit_metadata(_workload_profile(tasks, operation_type))
     )
     fault_point("write.after_inflight")
     run = executor or local_executor
@@ -433,7 +472,15 @@ def write(
         if path not in written:
             storage.delete_file(path)
     fault_point("write.before_complete")
-    storage.write_bytes_atomic(_instant_file(table, instant, COMPLETED), encode_commit_metadata_json(metadata))
+    # Layout 2 names the completed file with the completion time, issued now and after every time on the timeline.
+    completion = (
+        new_instant_time([*_timeline_times(table.refresh()), instant], cfg.timezone)
+        if fmt.timeline_layout >= 2
+        else None
+    )
+    storage.write_bytes_atomic(
+        _instant_file(table, instant, COMPLETED, completion), fmt.encode_commit_metadata(metadata)
+    )
     fault_point("write.after_complete")
     # Hudi deletes the instant's marker folder once the commit is complete (WriteMarkers.quietDeleteMarkerDir). On
     # object stores that is a LIST and a DELETE per commit for files nothing reads again: they are left there (a clean

@@ -427,9 +427,17 @@ def _rewrite_properties(path: Path, **changes: str) -> None:
     ("changes", "match"),
     [
         ({"hoodie.table.type": "COPY_ON_WRITE"}, "not MERGE_ON_READ"),
-        ({"hoodie.table.version": "8", "hoodie.timeline.layout.version": "2"}, "only table version 6"),
+        # Versions 8 and 9 are written (tests/integration/test_write_1x.py), but not with a metadata table.
+        (
+            {
+                "hoodie.table.version": "8",
+                "hoodie.timeline.layout.version": "2",
+                "hoodie.table.metadata.partitions": "files",
+            },
+            "metadata table",
+        ),
     ],
-    ids=["cow", "v8"],
+    ids=["cow", "v8-with-metadata-table"],
 )
 def test_unsupported_tables_are_refused(tmp_path: Path, changes: dict[str, str], match: str) -> None:
     path = tmp_path / "t"

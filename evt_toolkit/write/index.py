@@ -1,0 +1,186 @@
+"""Which index a write uses, and whether a table can be written at all: decided before anything changes.
+
+Hudi keeps the index type in the *writer's* configuration (``hoodie.index.type``), not in ``hoodie.properties``, so
+a table does not say how its writers find existing records. Writing with another index than theirs corrupts the
+table for them (a bucket writer on a SIMPLE-index table creates duplicates; a writer without bloom filters breaks
+BLOOM-index writers; a non-global index breaks a global one). So this module only writes with:
+
+* ``BUCKET`` (Hudi's simple bucket index, ``HoodieSimpleBucketIndex``) — tables ``HudiTable.create`` makes record it
+  in ``hoodie.properties``; for a stock table the caller names it with ``hoodie.index.type=BUCKET`` and
+  ``hoodie.bucket.index.num.buckets`` in the write options;
+* ``SIMPLE`` (``HoodieSimpleIndex``, Spark's default) on table versions 8 and 9 — named with
+  ``hoodie.index.type=SIMPLE`` in the write options: keys are looked up in the latest base files of their
+  partition, updates and deletes go to the file group holding the key, inserts to new file groups with a base file.
+
+Everything else is refused with the reason: other index types, consistent-hashing buckets, a metadata table this
+toolkit does not maintain (``table.guards.require_writable`` refuses it, with Hudi's way to disable it), a table
+without meta fields.
+
+Example:
+    >>> idx = resolve_write_index({"hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": "4"}, {},
+    ...                           version=9, where="/t", record_key_fields=("id",))
+    >>> idx.kind, idx.num_buckets, idx.hash_fields
+    ('BUCKET', 4, 'id')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from evt_toolkit.errors import UnsupportedTableError, WriteError
+from evt_toolkit.write.simple_index import check_simple_index_table
+
+if TYPE_CHECKING:
+    from evt_toolkit.table.table import Table
+
+__all__ = [
+    "BUCKET",
+    "INDEX_TYPE_KEY",
+    "SIMPLE",
+    "WriteIndex",
+    "check_writable_1x",
+    "resolve_write_index",
+]
+
+INDEX_TYPE_KEY = "hoodie.index.type"
+NUM_BUCKETS_KEY = "hoodie.bucket.index.num.buckets"
+HASH_FIELD_KEY = "hoodie.bucket.index.hash.field"
+BUCKET_ENGINE_KEY = "hoodie.index.bucket.engine"
+BUCKET = "BUCKET"
+SIMPLE = "SIMPLE"
+
+#: Why each other ``HoodieIndex.IndexType`` is refused (the caller's message names the table).
+_REFUSED = {
+    "BLOOM": "BLOOM-index writers look keys up through bloom filters in base-file footers, which this writer "
+    "does not write",
+    "GLOBAL_BLOOM": "global indexes keep a key unique across partitions; this writer looks keys up per partition",
+    "GLOBAL_SIMPLE": "global indexes keep a key unique across partitions; this writer looks keys up per partition",
+    "RECORD_INDEX": "the record index lives in the metadata table, which this writer does not maintain",
+    "GLOBAL_RECORD_LEVEL_INDEX": "the record index lives in the metadata table, which this writer does not maintain",
+    "RECORD_LEVEL_INDEX": "the record index lives in the metadata table, which this writer does not maintain",
+    "HBASE": "HBase-index writers keep key locations in HBase, which this writer does not update",
+    "INMEMORY": "the in-memory index keeps no state a second writer could use",
+    "FLINK_STATE": "Flink-state-index writers keep key locations in Flink state, which this writer does not update",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class WriteIndex:
+    """The index a write uses.
+
+    Attributes:
+        kind: ``BUCKET`` or ``SIMPLE``.
+        num_buckets: ``hoodie.bucket.index.num.buckets`` (BUCKET only).
+        hash_fields: ``hoodie.bucket.index.hash.field`` (BUCKET only; the record key fields by default).
+    """
+
+    kind: str
+    num_buckets: int = 0
+    hash_fields: str = ""
+
+
+def _setting(options: Mapping[str, str], props: Mapping[str, str], key: str) -> str:
+    return str(options.get(key, props.get(key)) or "").strip()
+
+
+def resolve_write_index(
+    props: Mapping[str, str],
+    options: Mapping[str, str],
+    *,
+    version: int,
+    where: str,
+    record_key_fields: Sequence[str],
+) -> WriteIndex:
+    """The index to write ``props``' table with, from its properties and the write ``options``.
+
+    Args:
+        props: ``hoodie.properties``.
+        options: the write options (they win over the properties, as a Hudi writer config would).
+        version: the table version.
+        where: the table, for messages.
+        record_key_fields: the record key fields (default hash fields).
+
+    Raises:
+        UnsupportedTableError: no index declared, or one this writer cannot keep consistent (named, with why).
+        WriteError: a malformed bucket count.
+    """
+    kind = _setting(options, props, INDEX_TYPE_KEY).upper()
+    num_buckets_text = _setting(options, props, NUM_BUCKETS_KEY)
+    if not kind and num_buckets_text:
+        kind = BUCKET  # tables created before the toolkit recorded hoodie.index.type
+    if not kind:
+        raise UnsupportedTableError(
+            f"{where}: hoodie.properties does not say which index this table's writers use (Hudi keeps it in the "
+            "writer's configuration). Pass it as a write option if it is one this toolkit keeps consistent: "
+            f"options={{'{INDEX_TYPE_KEY}': 'SIMPLE'}} (Spark's default) or 'BUCKET' with "
+            f"'{NUM_BUCKETS_KEY}'; BLOOM, global and record-level indexes cannot be written"
+        )
+    if kind in _REFUSED:
+        raise UnsupportedTableError(f"{where}: cannot write a {kind}-index table: {_REFUSED[kind]}")
+    if kind == BUCKET:
+        engine = _setting(options, props, BUCKET_ENGINE_KEY).upper()
+        if engine and engine != "SIMPLE":
+            raise UnsupportedTableError(
+                f"{where}: cannot write a {engine} bucket-index table: only the simple bucket engine's fixed bucket "
+                "count is reproduced"
+            )
+        if not num_buckets_text:
+            raise UnsupportedTableError(
+                f"{where}: a BUCKET-index write needs {NUM_BUCKETS_KEY} (in hoodie.properties or the write options)"
+            )
+        try:
+            num_buckets = int(num_buckets_text)
+        except ValueError:
+            raise WriteError(f"{where}: {NUM_BUCKETS_KEY}={num_buckets_text!r} is not an integer") from None
+        if not 0 < num_buckets <= 99_999_999:
+            raise WriteError(f"{where}: {NUM_BUCKETS_KEY} must be in 1..99999999, got {num_buckets}")
+        hash_fields = _setting(options, props, HASH_FIELD_KEY) or ",".join(record_key_fields)
+        return WriteIndex(BUCKET, num_buckets, hash_fields)
+    if kind == SIMPLE:
+        if version < 8:
+            raise UnsupportedTableError(
+                f"{where}: SIMPLE-index writes are supported on table versions 8 and 9; version {version} tables are "
+                "written with the bucket index"
+            )
+        return WriteIndex(SIMPLE)
+    raise UnsupportedTableError(f"{where}: unknown {INDEX_TYPE_KEY}={kind}")
+
+
+#: Key generators whose keys and partition paths :mod:`evt_toolkit.write.task` reproduces, by class or 1.x type.
+SUPPORTED_KEY_GENERATORS = frozenset(
+    {"SimpleKeyGenerator", "ComplexKeyGenerator", "NonpartitionedKeyGenerator", "SIMPLE", "COMPLEX", "NON_PARTITION"}
+)
+
+
+def check_writable_1x(table: Table, options: Mapping[str, str]) -> WriteIndex:
+    """Refuse a version-8/9 table this writer cannot keep consistent; else the index to write it with.
+
+    Checked before the instant is allocated, so a refused write changes nothing (after
+    :func:`~evt_toolkit.table.guards.require_writable` has refused other table types and metadata tables): meta
+    fields, record key, key generator, Parquet base files, a declared index this writer keeps consistent (and, for
+    SIMPLE, no log-only file group).
+
+    Raises:
+        UnsupportedTableError: naming the table and the reason.
+    """
+    cfg = table.config
+    where = table.storage.uri
+    if not cfg.populate_meta_fields:
+        raise UnsupportedTableError(f"{where}: tables without meta fields (hoodie.populate.meta.fields=false)")
+    if not cfg.record_key_fields:
+        raise UnsupportedTableError(f"{where}: hoodie.table.recordkey.fields is not set")
+    keygen = (cfg.key_generator or "").rsplit(".", 1)[-1]
+    if keygen and keygen not in SUPPORTED_KEY_GENERATORS:
+        raise UnsupportedTableError(f"{where}: key generator {cfg.key_generator} is not supported for writes")
+    if cfg.base_file_format != "PARQUET":
+        raise UnsupportedTableError(f"{where}: base file format {cfg.base_file_format} is not written (Parquet only)")
+    if cfg.url_encode_partitions:
+        raise UnsupportedTableError(f"{where}: URL-encoded partition paths are not written")
+    index = resolve_write_index(
+        cfg.properties, options, version=cfg.version, where=where, record_key_fields=cfg.record_key_fields
+    )
+    if index.kind == SIMPLE:
+        check_simple_index_table(table)
+    return index
