@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from evt_toolkit.errors import UnsupportedTableError
+from evt_toolkit.errors import InvalidNameError, UnsupportedTableError
 from evt_toolkit.format.metadata import encode_commit_metadata_avro, encode_commit_metadata_json
 from evt_toolkit.format.names import COMPLETED, BaseFileName, InstantFileName
 
@@ -62,7 +62,7 @@ class TableVersionFormat:
     def completed_instant_name(self, requested: str, action: str, completion: str | None) -> str:
         """File name of a completed instant; ``completion`` is required on layout 2 and ignored on layout 1."""
         if self.timeline_layout >= 2 and not completion:
-            raise ValueError(f"a completed {action} on timeline layout 2 needs a completion time ({requested})")
+            raise InvalidNameError(f"a completed {action} on timeline layout 2 needs a completion time ({requested})")
         return InstantFileName(requested, action, COMPLETED, completion if self.timeline_layout >= 2 else None).name
 
     def instant_path(self, requested: str, action: str, state: str, completion: str | None = None) -> str:

@@ -11,7 +11,7 @@ import fastavro
 import pyarrow as pa
 import pytest
 
-from evt_toolkit.errors import EvtError, UnsupportedTableError
+from evt_toolkit.errors import EvtError, InvalidNameError, UnsupportedTableError
 from evt_toolkit.format.metadata import decode_commit_metadata, encode_commit_metadata_avro, load_schema
 from evt_toolkit.format.properties import parse_properties
 from evt_toolkit.format.table_version import table_version_format
@@ -32,7 +32,7 @@ def test_layout_2_names() -> None:
     assert f.instant_path("20250101000000000", "deltacommit", "COMPLETED", "20250101000000555") == (
         ".hoodie/timeline/20250101000000000_20250101000000555.deltacommit"
     )
-    with pytest.raises(ValueError, match="completion time"):
+    with pytest.raises(InvalidNameError, match="completion time"):
         f.instant_path("20250101000000000", "deltacommit", "COMPLETED")
     # Logs are named after the deltacommit, marked by their own name with CREATE, and their stats say so.
     assert f.log_name_instant(slice_base_instant="1", write_instant="2") == "2"
