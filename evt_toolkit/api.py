@@ -23,7 +23,7 @@ from evt_toolkit.compaction.executor import CompactionResult, ProgressEvent, run
 from evt_toolkit.compaction.freshness import Freshness, completed_compactions, ro_freshness
 from evt_toolkit.compaction.metrics import TableMetrics, metrics
 from evt_toolkit.compaction.preview import CompactionPreview, preview
-from evt_toolkit.compaction.schedule import ScheduledCompaction, schedule_compaction
+from evt_toolkit.compaction.schedule import ABANDONED_AFTER_S, ScheduledCompaction, schedule_compaction
 from evt_toolkit.compaction.strategy import CompactionStrategy
 from evt_toolkit.compaction.trigger import TimelineFacts
 from evt_toolkit.compaction.validate import ValidationReport, validate_compaction
@@ -414,7 +414,7 @@ class CompactionNamespace:
         finally:
             self._table.refresh()
 
-    def repair(self, dry_run: bool = True) -> RepairReport:
+    def repair(self, dry_run: bool = True, older_than_s: float = ABANDONED_AFTER_S) -> RepairReport:
         """Put compaction artifacts back in order (dry run by default): delete abandoned schedules' links, make
         pending plans' missing links again, drop ownership records of completed instants; see
         :func:`evt_toolkit.services.repair.repair_compactions`.
@@ -424,7 +424,7 @@ class CompactionNamespace:
             True
         """
         try:
-            return repair_compactions(self._table, dry_run=dry_run)
+            return repair_compactions(self._table, dry_run=dry_run, older_than_s=older_than_s)
         finally:
             if not dry_run:
                 self._table.refresh()

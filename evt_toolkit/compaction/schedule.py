@@ -31,6 +31,7 @@ Example:
 from __future__ import annotations
 
 import posixpath
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -237,37 +238,49 @@ def schedule_compaction(
     )
 
 
-def abandoned_schedules(table: Table) -> dict[str, list[str]]:
+#: How old a schedule's record must be before its links count as abandoned: a schedule still running in another
+#: process (between its links and its plan) must not lose them.
+ABANDONED_AFTER_S = 600.0
+
+
+def abandoned_schedules(table: Table, *, older_than_s: float = ABANDONED_AFTER_S) -> dict[str, list[str]]:
     """``instant -> recorded files`` of schedules that died before writing their plan (no writes).
 
     A schedule records its links (in ``.hoodie/.temp/<C>/``) and creates them before ``C.compaction.requested``. If it
     is killed in between, ``C`` never reaches the timeline: the links are named with an instant no reader knows, so
-    they are invisible, but a symlink among them would dangle once its target is cleaned or rolled back.
+    they are invisible, but a symlink among them would dangle once its target is cleaned or rolled back. A record
+    younger than ``older_than_s`` seconds may belong to a schedule still running, and is left alone.
     """
     storage = table.storage
     known = {i.time for i in table.refresh().timeline.instants}
     _, folders = storage.list_dir(MARKER_ROOT)
+    now = time.time()
     out: dict[str, list[str]] = {}
     for folder in folders:
         instant = posixpath.basename(folder)
         if instant in known or not instant.isdigit():
             continue
         records = ownership_records(storage, instant)
-        if records and all(r.phase == SCHEDULE for r in records):
-            out[instant] = sorted({f.path for r in records for f in r.files})
+        if not records or any(r.phase != SCHEDULE for r in records):
+            continue
+        files, _ = storage.list_dir(folder)
+        written = [m.timestamp() for f in files if (m := storage.mtime(f.path)) is not None]
+        if older_than_s > 0 and (not written or now - max(written) < older_than_s):
+            continue
+        out[instant] = sorted({f.path for r in records for f in r.files})
     return out
 
 
-def remove_abandoned_schedules(table: Table) -> list[str]:
+def remove_abandoned_schedules(table: Table, *, older_than_s: float = ABANDONED_AFTER_S) -> list[str]:
     """Delete the links of schedules that died before writing their plan; returns the files deleted.
 
-    Table services call this first (:func:`abandoned_schedules` says why). A schedule still running in another
-    process loses its links too; its plan, once written, has them made again by the run
+    Table services call this first (:func:`abandoned_schedules` says why and which count). Should a schedule still
+    running lose its links anyway (a clock far off), its plan, once written, has them made again by the run
     (:func:`evt_toolkit.compaction.executor.run_compaction`).
     """
     storage = table.storage
     deleted: list[str] = []
-    for instant, paths in abandoned_schedules(table).items():
+    for instant, paths in abandoned_schedules(table, older_than_s=older_than_s).items():
         deleted.extend(p for p in paths if delete_link_or_file(storage, p))
         drop_ownership(storage, instant)
     return deleted

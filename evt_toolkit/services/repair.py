@@ -21,7 +21,7 @@ import posixpath
 from dataclasses import dataclass
 
 from evt_toolkit.compaction.executor import ensure_plan_links
-from evt_toolkit.compaction.schedule import abandoned_schedules
+from evt_toolkit.compaction.schedule import ABANDONED_AFTER_S, abandoned_schedules
 from evt_toolkit.errors import EvtError
 from evt_toolkit.format.links import links_from_plan
 from evt_toolkit.storage.links import check_link, delete_link_or_file
@@ -56,8 +56,14 @@ class RepairReport:
         return not (self.abandoned_links or self.missing_links or self.unrepairable or self.stale_record_folders)
 
 
-def repair_compactions(table: Table, *, dry_run: bool = True) -> RepairReport:
+def repair_compactions(table: Table, *, dry_run: bool = True, older_than_s: float = ABANDONED_AFTER_S) -> RepairReport:
     """Find (and unless ``dry_run``, repair) abandoned links, missing plan links and stale ownership records.
+
+    Args:
+        table: the table.
+        dry_run: only report.
+        older_than_s: a schedule's links count as abandoned once its record is this old (a schedule still running
+            in another process must keep them); 0 takes every one — only when no schedule is running.
 
     Raises:
         UnsupportedTableError: a table this toolkit does not write.
@@ -65,7 +71,7 @@ def repair_compactions(table: Table, *, dry_run: bool = True) -> RepairReport:
     table.refresh()
     require_writable(table, "repair compactions")
     storage = table.storage
-    abandoned = abandoned_schedules(table)
+    abandoned = abandoned_schedules(table, older_than_s=older_than_s)
     timeline = table.timeline
     missing: list[str] = []
     unrepairable: list[str] = []
