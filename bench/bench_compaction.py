@@ -1,45 +1,47 @@
-"""Compaction benchmark: throughput vs a pyarrow floor, partial vs full compaction, RO vs snapshot.
+"""B3 — compaction throughput against a strict floor and hudi-rs, partial vs full compaction, memory per task.
 
-Run ``python -m bench.bench_compaction [--rows N]`` (default 200k rows; ``--rows 1000000`` for the large run).
-One synthetic table is ingested in event-time order with some late data, then copied three times:
+Run ``python -m bench.bench_compaction [--rows N] [--repeat 5]`` (default 200k rows). One synthetic table is
+ingested (10 deltacommits, keys updated ~4x each, 5 % late events); every repeat copies it and runs
 
-* **floor**: pyarrow reads the bytes the event-time compaction merges, as Arrow, and writes them as Parquet with
-  no merge — the cost of I/O and encoding alone;
-* **partial**: an event-time compaction at T (links by copy);
-* **full**: every log of every slice compacted (``UnBoundedCompactionStrategy``).
+* **partial**: an event-time compaction at T (the middle of the stream; links by symlink where possible);
+* **full**: every log of every slice compacted (``UnBoundedCompactionStrategy``);
+* **floor** of each plan, right after its run (:func:`strict_floor`): read the log bytes, polars alone decodes the
+  data blocks, pyarrow writes the merged row count — the physical minimum, with no merge;
+* **hudi-rs** reading the source table: an independent engine decoding and merging the same logs.
 
-Reported: rows/s and time of each, the partial/floor time ratio, bytes rewritten (base files + links) of partial vs
-full, and the time to read events ≤ T through RO vs snapshot. Results go to ``bench/results/compaction.{json,md}``.
+Reported: medians (min, max) of the repeats, log rows/s, the ratios to the floor and to hudi-rs, bytes rewritten
+(base files + links) of partial vs full, and the peak resident-set growth of every merge task against its slice.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
+import io
 import json
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 import evt_toolkit as evt
-from bench.common import peak_memory
+from bench.common import MIN_REPEAT, peak_memory, ratio, spread
 from evt_toolkit.compaction import EventTimeBasedCompactionStrategy, UnBoundedCompactionStrategy
 from evt_toolkit.compaction import executor as executor_mod
 from evt_toolkit.compaction.executor import run_compaction
 from evt_toolkit.compaction.merge_task import MergeResult, MergeTask
 from evt_toolkit.compaction.schedule import schedule_compaction
-from evt_toolkit.read.plan import ReadSpec
-from evt_toolkit.read.slice_reader import decode_blocks, select_log_blocks
+from evt_toolkit.format.logfile import BlockType, scan_log_blocks
+from evt_toolkit.format.names import BaseFileName
 from evt_toolkit.storage.fs import TableStorage
-from evt_toolkit.table.fs_view import LogFile
 
 BASE = 1_700_000_000_000
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -78,30 +80,114 @@ def _build(path: Path, batches: list[pa.Table]) -> evt.HudiTable:
     return t
 
 
-def _floor(t: evt.HudiTable, instant: str) -> tuple[float, int]:
-    """Read the plan's compacted logs as Arrow and write them as Parquet, no merge."""
+@dataclass(frozen=True)
+class _FloorOp:
+    """What the strict floor needs of one plan operation, gathered before the clock starts."""
+
+    file_id: str
+    base_path: str | None
+    logs: tuple[tuple[str, tuple[tuple[int, int, str], ...]], ...]  # (log path, ((content offset, length, schema)))
+    records: int
+
+
+def _floor_ops(t: evt.HudiTable, instant: str) -> list[_FloorOp]:
+    """The plan's operations with every compacted data block's position and writer schema (from a header scan)."""
     plan = t.timeline.compaction_plan(next(i for i in t.timeline.instants if i.time == instant))
-    ctx = ReadSpec.of(t).context(None, storage=t.storage)
-    started = time.perf_counter()
-    n = 0
+    out = []
     for op in plan["operations"]:
         p = op.get("partitionPath") or ""
         logs = []
+        records = 0
         for name in op["deltaFilePaths"]:
             rel = f"{p}/{name}" if p else name
-            logs.append(LogFile(rel, name, op["fileId"], op["baseInstantTime"], 0, None, "", t.storage.size(rel)))
-        data, _, _, _ = decode_blocks(ctx, select_log_blocks(ctx, tuple(logs)))
-        sink = pa.BufferOutputStream()
-        pq.write_table(data, sink, compression="snappy")
-        n += data.num_rows
-    return time.perf_counter() - started, n
+            blocks = []
+            with t.storage.open_input(rel) as f:
+                for b in scan_log_blocks(f, t.storage.size(rel), rel):
+                    if b.block_type is BlockType.AVRO_DATA and b.schema_json:
+                        f.seek(b.content_offset + 4)
+                        records += int.from_bytes(f.read(4), "big")
+                        blocks.append((b.content_offset, b.content_length, b.schema_json))
+            logs.append((rel, tuple(blocks)))
+        base = op.get("dataFilePath")
+        out.append(_FloorOp(op["fileId"], (f"{p}/{base}" if p else base) if base else None, tuple(logs), records))
+    return out
 
 
-def _timed_read(t: evt.HudiTable, query_type: str, threshold: int) -> tuple[float, int]:
+_LENGTH_FIELD = {"name": "__len", "type": {"type": "fixed", "name": "__len4", "size": 4}}
+
+
+def _zigzag(n: int) -> bytes:
+    z = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while z & ~0x7F:
+        out.append((z & 0x7F) | 0x80)
+        z >>= 7
+    out.append(z)
+    return bytes(out)
+
+
+def _container_header(schema_json: str, sync: bytes) -> bytes:
+    schema = json.loads(schema_json)
+    schema["fields"] = [_LENGTH_FIELD, *schema["fields"]]
+    text = json.dumps(schema).encode()
+    meta = _zigzag(2) + _zigzag(11) + b"avro.schema" + _zigzag(len(text)) + text
+    meta += _zigzag(10) + b"avro.codec" + _zigzag(4) + b"null" + _zigzag(0)
+    return b"Obj\x01" + meta + sync
+
+
+def strict_floor(t: evt.HudiTable, ops: list[_FloorOp], rows_written: dict[str, int], out_dir: Path) -> float:
+    """Seconds to do the physical minimum of a compaction of ``ops``; no merge at all.
+
+    Per operation: read each log file's bytes (one read per file); hand every data block to polars' Avro reader
+    as one object container per writer schema (a Hudi block body is a valid Avro block once each record's 4-byte
+    length is declared as a ``fixed(4)`` field; the container is built with one join); read the base file, if any,
+    with pyarrow; write the *merged* row count — what the compaction wrote for this file group — as Parquet with
+    the compaction's settings (snappy, statistics) into a file. No casts, no key handling, no sort, no commit.
+    """
+    import polars as pl
+
+    storage = t.storage
+    out_dir.mkdir(parents=True, exist_ok=True)
+    sync = b"\x5a" * 16
     started = time.perf_counter()
-    tbl = t.refresh().read(query_type)
-    tbl = tbl.filter(pc.less_equal(tbl["ev"], threshold))
-    return time.perf_counter() - started, tbl.num_rows
+    for op in ops:
+        by_schema: dict[str, list[bytes | memoryview]] = {}
+        for rel, blocks in op.logs:
+            data = memoryview(storage.read_bytes(rel))
+            for off, length, schema in blocks:
+                parts = by_schema.setdefault(schema, [])
+                count = int.from_bytes(data[off + 4 : off + 8], "big")
+                parts += [_zigzag(count), _zigzag(length - 8), data[off + 8 : off + length], sync]
+        tables = [
+            pl.read_avro(io.BytesIO(b"".join([_container_header(schema, sync), *parts]))).to_arrow()
+            for schema, parts in by_schema.items()
+        ]
+        if op.base_path is not None:
+            with storage.open_input(op.base_path) as f:
+                tables.insert(0, pq.read_table(f))
+        n = rows_written.get(op.file_id, 0)
+        taken: list[pa.Table] = []
+        for tbl in tables:
+            if n <= 0:
+                break
+            taken.append(tbl.slice(0, n))
+            n -= taken[-1].num_rows
+        for i, tbl in enumerate(taken):
+            pq.write_table(tbl, out_dir / f"{op.file_id}_{i}.parquet", compression="snappy", write_statistics=True)
+    elapsed = time.perf_counter() - started
+    shutil.rmtree(out_dir, ignore_errors=True)
+    return elapsed
+
+
+def _rows_written(t: evt.HudiTable, base_files: tuple[str, ...]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for rel in base_files:
+        name = BaseFileName.parse(rel.rsplit("/", 1)[-1])
+        with t.storage.open_input(rel) as f:
+            rows = pq.ParquetFile(f).metadata.num_rows
+        if name is not None:
+            out[name.file_id] = out.get(name.file_id, 0) + rows
+    return out
 
 
 def _slice_input_bytes(storage: TableStorage, op: Any) -> int:
@@ -145,33 +231,74 @@ def _tree_bytes(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
 
 
-def run_b3(root: Path, rows: int = 200_000, n_batches: int = 10) -> dict[str, Any]:
-    """B3 on tables under ``root`` (kept for B5 and the cluster run: ``root/src`` is the uncompacted table)."""
+def _hudi_rs_read(path: Path) -> Callable[[], int] | None:
+    try:
+        import hudi
+    except ImportError:
+        return None
+    uri = str(path.resolve())
+
+    def read() -> int:
+        return sum(b.num_rows for b in hudi.HudiTableBuilder.from_base_uri(uri).build().read())
+
+    return read
+
+
+def run_b3(root: Path, rows: int = 200_000, n_batches: int = 10, repeat: int = MIN_REPEAT) -> dict[str, Any]:
+    """B3 on tables under ``root`` (kept for B5 and the cluster run: ``root/src`` is the uncompacted table).
+
+    Each repeat copies the source table twice, schedules an event-time (partial) and a full compaction, runs each
+    and, right after each run, the strict floor of the same plan; then hudi-rs reads the source table (the logs
+    the full plan compacts). Medians of the repeats make the ratios; min and max are reported beside them.
+    """
     batches = _batches(rows, n_batches, keys=max(1000, rows // 4))
     ingest_s, _ = _timed_call(lambda: _build(root / "src", batches))
     threshold = BASE + (n_batches // 2) * 60_000
-    for name in ("partial", "full"):
-        shutil.copytree(root / "src", root / name, symlinks=True)
-    partial = evt.HudiTable.open(root / "partial")
-    full = evt.HudiTable.open(root / "full")
     src_bytes = _tree_bytes(root / "src")
-
-    link_mode = "symlink" if partial.storage.supports_symlink else "copy"
-    c = schedule_compaction(partial, EventTimeBasedCompactionStrategy(threshold=threshold), link_mode=link_mode)
-    cf = schedule_compaction(full, UnBoundedCompactionStrategy())
-    assert c is not None and cf is not None
-    floor_p_s, floor_p_rows = _floor(partial, c.instant)
-    floor_f_s, floor_f_rows = _floor(full, cf.instant)
-    link_target_bytes = sum(partial.storage.size(x.target_path) for x in c.links) if c.links else 0
-
-    mem_p: list[dict[str, Any]] = []
-    mem_f: list[dict[str, Any]] = []
-    with task_memory_probe(mem_p):
-        res_p = run_compaction(partial, c.instant)
-    with task_memory_probe(mem_f):
-        res_f = run_compaction(full, cf.instant)
-    link_written = 0 if link_mode == "symlink" else link_target_bytes
+    hudi_read = _hudi_rs_read(root / "src")
+    times: dict[str, list[float]] = {k: [] for k in ("partial", "full", "floor_partial", "floor_full", "hudi_rs")}
+    last: dict[str, Any] = {}
+    mem: dict[str, list[dict[str, Any]]] = {"partial": [], "full": []}
+    link_mode = "copy"
+    for i in range(max(1, repeat)):
+        for name in ("partial", "full"):
+            work = root / name
+            shutil.rmtree(work, ignore_errors=True)
+            shutil.copytree(root / "src", work, symlinks=True)
+            t = evt.HudiTable.open(work)
+            if name == "partial":
+                link_mode = "symlink" if t.storage.supports_symlink else "copy"
+                strategy: Any = EventTimeBasedCompactionStrategy(threshold=threshold)
+                c = schedule_compaction(t, strategy, link_mode=link_mode)
+            else:
+                c = schedule_compaction(t, UnBoundedCompactionStrategy())
+            assert c is not None
+            ops = _floor_ops(t, c.instant)
+            probe: list[dict[str, Any]] = []
+            gc.collect()
+            with task_memory_probe(probe):
+                res = run_compaction(t, c.instant)
+            times[name].append(res.duration_s)
+            written = _rows_written(t, res.base_files_written)
+            gc.collect()
+            times[f"floor_{name}"].append(strict_floor(t, ops, written, root / "floor_out"))
+            link_target_bytes = sum(t.storage.size(x.target_path) for x in c.links) if c.links else 0
+            last[name] = {"res": res, "records": sum(o.records for o in ops), "link_target_bytes": link_target_bytes}
+            if i == repeat - 1:
+                mem[name] = probe
+        if hudi_read is not None:
+            seconds, _ = _timed_call(hudi_read)
+            times["hudi_rs"].append(seconds)
+    med = {k: spread(v) for k, v in times.items() if v}
+    res_p, res_f = last["partial"]["res"], last["full"]["res"]
+    rec_p, rec_f = last["partial"]["records"], last["full"]["records"]
+    link_written = 0 if link_mode == "symlink" else last["partial"]["link_target_bytes"]
     partial_bytes = res_p.bytes_written + link_written
+
+    def secs(k: str) -> dict[str, Any]:
+        return med[k].to_dict() if k in med else {}
+
+    hudi_s = med["hudi_rs"].median if "hudi_rs" in med else None
     return {
         "rows_ingested": rows,
         "batches": n_batches,
@@ -179,43 +306,54 @@ def run_b3(root: Path, rows: int = 200_000, n_batches: int = 10) -> dict[str, An
         "table_bytes": src_bytes,
         "threshold_ms": threshold,
         "link_mode": link_mode,
+        "repeats": repeat,
         "partial": {
-            "seconds": round(res_p.duration_s, 3),
-            "log_records_in": floor_p_rows,
-            "log_rows_per_s": round(floor_p_rows / res_p.duration_s),
+            **secs("partial"),
+            "seconds": round(med["partial"].median, 3),
+            "log_records_in": rec_p,
+            "log_rows_per_s": round(rec_p / med["partial"].median),
             "rows_written": res_p.records_written,
             "base_bytes_written": res_p.bytes_written,
             "link_bytes_written": link_written,
             "bytes_rewritten": partial_bytes,
-            "bytes_rewritten_if_links_copied": res_p.bytes_written + link_target_bytes,
+            "bytes_rewritten_if_links_copied": res_p.bytes_written + last["partial"]["link_target_bytes"],
             "log_files_compacted": res_p.log_files_compacted,
             "log_bytes_compacted": res_p.log_bytes_compacted,
             "links": res_p.links,
         },
         "full": {
-            "seconds": round(res_f.duration_s, 3),
-            "log_records_in": floor_f_rows,
-            "log_rows_per_s": round(floor_f_rows / res_f.duration_s),
+            **secs("full"),
+            "seconds": round(med["full"].median, 3),
+            "log_records_in": rec_f,
+            "log_rows_per_s": round(rec_f / med["full"].median),
             "rows_written": res_f.records_written,
             "bytes_rewritten": res_f.bytes_written,
             "log_files_compacted": res_f.log_files_compacted,
             "log_bytes_compacted": res_f.log_bytes_compacted,
         },
         "floor": {
-            "partial_plan_s": round(floor_p_s, 3),
-            "full_plan_s": round(floor_f_s, 3),
-            "rows_per_s": round(floor_f_rows / floor_f_s),
-            "note": "decode the plan's logs to Arrow (the Avro decoder; pyarrow has none) + pyarrow Parquet write "
-            "to memory, no merge",
+            "partial_plan": secs("floor_partial"),
+            "full_plan": secs("floor_full"),
+            "partial_plan_s": round(med["floor_partial"].median, 3),
+            "full_plan_s": round(med["floor_full"].median, 3),
+            "rows_per_s": round(rec_f / med["floor_full"].median),
+            "note": "strict: read each log's bytes, polars alone decodes the data blocks (one container per writer "
+            "schema and file group), pyarrow writes the merged row count as snappy Parquet; no merge, cast or sort",
+        },
+        "hudi_rs_read": {
+            **secs("hudi_rs"),
+            "log_rows_per_s": round(rec_f / hudi_s) if hudi_s else None,
+            "note": "hudi-rs snapshot read of the source table: decodes and merges the logs the full plan compacts",
         },
         "ratios": {
-            "partial_s / floor_s": round(res_p.duration_s / floor_p_s, 2),
-            "full_s / floor_s": round(res_f.duration_s / floor_f_s, 2),
+            "partial_s / floor_s": ratio(med["partial"].median, med["floor_partial"].median),
+            "full_s / floor_s": ratio(med["full"].median, med["floor_full"].median),
+            "full_s / hudi_rs_read_s": ratio(med["full"].median, hudi_s),
             "partial_bytes / full_bytes": round(partial_bytes / res_f.bytes_written, 3),
-            "partial_s / full_s": round(res_p.duration_s / res_f.duration_s, 3),
+            "partial_s / full_s": ratio(med["partial"].median, med["full"].median, 3),
         },
-        "task_memory": {"partial": mem_p, "full": mem_f},
-        "target": {"max_ratio_to_floor": 2.0},
+        "task_memory": mem,
+        "target": {"max_ratio_to_floor": 1.3},
     }
 
 
@@ -225,95 +363,20 @@ def _timed_call(fn: Any) -> tuple[float, Any]:
     return time.perf_counter() - started, out
 
 
-def main(argv: list[str] | None = None) -> dict[str, Any]:
-    ap = argparse.ArgumentParser(description=__doc__)
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.bench_compaction", description=__doc__.split("\n", 1)[0])
     ap.add_argument("--rows", type=int, default=200_000)
     ap.add_argument("--batches", type=int, default=10)
+    ap.add_argument("--repeat", type=int, default=MIN_REPEAT)
     args = ap.parse_args(argv)
     root = Path(tempfile.mkdtemp(prefix="evt-bench-compaction-"))
     try:
-        batches = _batches(args.rows, args.batches, keys=max(1000, args.rows // 4))
-        t0 = time.perf_counter()
-        src = _build(root / "src", batches)
-        ingest_s = time.perf_counter() - t0
-        threshold = BASE + (args.batches // 2) * 60_000
-        for name in ("partial", "full"):
-            shutil.copytree(root / "src", root / name, symlinks=True)
-        partial = evt.HudiTable.open(root / "partial")
-        full = evt.HudiTable.open(root / "full")
-
-        c = schedule_compaction(partial, EventTimeBasedCompactionStrategy(threshold=threshold))
-        assert c is not None
-        floor_s, floor_rows = _floor(partial, c.instant)
-        snap_ro_before = _timed_read(partial, "snapshot", threshold)
-        res_p = run_compaction(partial, c.instant)
-        link_bytes = sum(partial.storage.size(x.symlink_path) for x in c.links)
-        cf = schedule_compaction(full, UnBoundedCompactionStrategy())
-        assert cf is not None
-        res_f = run_compaction(full, cf.instant)
-        ro_s, ro_rows = _timed_read(partial, "read_optimized", threshold)
-        snap_s, snap_rows = _timed_read(partial, "snapshot", threshold)
-        out: dict[str, Any] = {
-            "rows_ingested": args.rows,
-            "ingest_s": round(ingest_s, 3),
-            "threshold_ms": threshold,
-            "partial": {
-                "seconds": round(res_p.duration_s, 3),
-                "log_records_in": floor_rows,
-                "rows_written": res_p.records_written,
-                "log_rows_per_s": round(floor_rows / res_p.duration_s),
-                "base_bytes_written": res_p.bytes_written,
-                "link_bytes_copied": link_bytes,
-                "bytes_rewritten": res_p.bytes_written + link_bytes,
-                "log_files_compacted": res_p.log_files_compacted,
-                "links": res_p.links,
-            },
-            "full": {
-                "seconds": round(res_f.duration_s, 3),
-                "rows_written": res_f.records_written,
-                "bytes_rewritten": res_f.bytes_written,
-                "log_files_compacted": res_f.log_files_compacted,
-            },
-            "floor": {"seconds": round(floor_s, 3), "rows": floor_rows, "rows_per_s": round(floor_rows / floor_s)},
-            "ratio_partial_to_floor": round(res_p.duration_s / floor_s, 2),
-            "reads_le_T": {
-                "ro_s": round(ro_s, 3),
-                "ro_rows": ro_rows,
-                "snapshot_s": round(snap_s, 3),
-                "snapshot_rows": snap_rows,
-                "snapshot_before_compaction_s": round(snap_ro_before[0], 3),
-                "snapshot_to_ro_ratio": round(snap_s / ro_s, 2),
-            },
-        }
-        assert src is not None
+        out = run_b3(root, args.rows, args.batches, args.repeat)
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "compaction.json").write_text(json.dumps(out, indent=2) + "\n")
-    p, f, fl, r = out["partial"], out["full"], out["floor"], out["reads_le_T"]
-    md = [
-        "# Compaction benchmark",
-        "",
-        f"{args.rows:,} rows ingested in {args.batches} deltacommits (4 partitions × 4 buckets), T = batch "
-        f"{args.batches // 2}; one run, one machine.",
-        "",
-        "| measure | value |",
-        "|---|---|",
-        f"| partial compaction | {p['seconds']} s, {p['log_rows_per_s']:,} log rows/s |",
-        f"| pyarrow floor (read same logs, write Parquet, no merge) | {fl['seconds']} s, {fl['rows_per_s']:,} rows/s |",
-        f"| partial / floor time | {out['ratio_partial_to_floor']}× |",
-        f"| bytes rewritten: partial (base + link copies) | {p['bytes_rewritten']:,} |",
-        f"| bytes rewritten: full | {f['bytes_rewritten']:,} |",
-        f"| time: partial vs full | {p['seconds']} s vs {f['seconds']} s |",
-        f"| read events ≤ T: RO | {r['ro_s']} s ({r['ro_rows']:,} rows) |",
-        f"| read events ≤ T: snapshot | {r['snapshot_s']} s ({r['snapshot_rows']:,} rows) |",
-        f"| snapshot / RO | {r['snapshot_to_ro_ratio']}× |",
-        "",
-    ]
-    (RESULTS / "compaction.md").write_text("\n".join(md))
-    print("\n".join(md))
-    return out
+    print(json.dumps(out, indent=2, default=str))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -1,22 +1,25 @@
-"""Preview latency on synthetic tables: 1k, 10k and 100k log files.
+"""Preview latency on synthetic tables: 1k to 1M log files.
 
-Measures, in one run: building the columnar model from ``SliceInfo`` records (what :func:`preview` does once),
-the first preview, and the recompute after a threshold change (:meth:`PreviewModel.set_threshold`, what a slider
-does). Writes ``bench/results/preview.json`` and ``preview.md``. Timings are reported, never asserted.
+Measures, in one run and with repeats: building the model (from the columnar ``SliceSet`` the table's facts come
+in, and from a list of ``SliceInfo`` records), the first preview, and the recompute after a threshold change
+(:meth:`PreviewModel.set_threshold`, what a slider does). Writes ``bench/results/preview.json`` and ``preview.md``.
+Timings are reported, never asserted.
 
 Run: ``python -m bench.bench_preview``
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import platform
-import statistics
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from bench.common import MIN_REPEAT, spread
 from evt_toolkit.compaction.model import LogFileInfo, SliceInfo
 from evt_toolkit.compaction.prefix import select_prefix
 from evt_toolkit.compaction.preview import PreviewModel
@@ -64,37 +67,81 @@ def _ms(f: object) -> float:
     return (time.perf_counter() - started) * 1000
 
 
-def run(sizes: tuple[int, ...] = (1_000, 10_000, 100_000), repeats: int = 7) -> list[dict[str, float | int]]:
-    """Measure each size; the median of ``repeats`` threshold changes is reported."""
-    out: list[dict[str, float | int]] = []
+def _slice_set(slices: list[SliceInfo]) -> Any:
+    """The columnar input the preview is built from (``None`` on a version of the library without one)."""
+    from evt_toolkit.compaction import model
+
+    maker = getattr(model, "SliceSet", None)
+    return None if maker is None else maker.from_infos(slices)
+
+
+def _input_kind(columnar: Any, slices: list[SliceInfo]) -> list[tuple[str, Any]]:
+    kinds: list[tuple[str, Any]] = []
+    if columnar is not None:
+        kinds.append(("columnar", columnar))
+    kinds.append(("objects", slices))
+    return kinds
+
+
+def run(sizes: tuple[int, ...] = (1_000, 10_000, 100_000), repeats: int = MIN_REPEAT) -> list[dict[str, Any]]:
+    """Measure each size and each input form, ``repeats`` times each (median, min, max).
+
+    ``build`` is ``PreviewModel(...)``, ``first`` its first ``preview()``; ``preview`` = build + first, what a user
+    waits for. ``recompute`` is ``set_threshold`` at 7 thresholds across the range, in every repeat. Inputs:
+    ``columnar`` — the :class:`~evt_toolkit.compaction.model.SliceSet` the table facts arrive in
+    (``event_times.slice_set``); ``objects`` — a list of ``SliceInfo`` records (converted inside the build).
+    """
+    out: list[dict[str, Any]] = []
     # Warm-up: the first Arrow/numpy calls of a process pay one-off initialisation that is not preview latency.
     PreviewModel(synthetic_slices(100), EventTimeBasedCompactionStrategy(threshold=START_MS), now_ms=START_MS).preview()
     for n in sizes:
         slices = synthetic_slices(n)
-        strategy = EventTimeBasedCompactionStrategy(threshold=START_MS + 10 * DAY_MS)
-        started = time.perf_counter()
-        model = PreviewModel(slices, strategy, now_ms=START_MS + 60 * DAY_MS)
-        build_ms = (time.perf_counter() - started) * 1000
-        first_ms = _ms(model.preview)
-        thresholds = [START_MS + d * DAY_MS for d in np.linspace(1, 29, repeats)]
-        recompute = [_ms(lambda m=model, t=int(t): m.set_threshold(t)) for t in thresholds]
-        # The scalar rule over Python objects, for the ratio (and a last agreement check).
-        t = int(thresholds[-1])
-        started = time.perf_counter()
-        scalar = [select_prefix(s.log_files, t) for s in slices]
-        scalar_ms = (time.perf_counter() - started) * 1000
-        assert model.set_threshold(t).per_slice.column("logs_compacted").to_pylist() == scalar
-        out.append(
-            {
-                "log_files": n,
-                "slices": len(slices),
-                "build_model_ms": round(build_ms, 2),
-                "first_preview_ms": round(first_ms, 2),
-                "threshold_change_ms_median": round(statistics.median(recompute), 2),
-                "threshold_change_ms_max": round(max(recompute), 2),
-                "scalar_prefix_only_ms": round(scalar_ms, 2),
-            }
-        )
+        columnar = _slice_set(slices)
+        thresholds = [int(START_MS + d * DAY_MS) for d in np.linspace(1, 29, 7)]
+        for kind, given in _input_kind(columnar, slices):
+            builds: list[float] = []
+            firsts: list[float] = []
+            totals: list[float] = []
+            recompute: list[float] = []
+            model: Any = None
+            for _ in range(max(1, repeats)):
+                strategy = EventTimeBasedCompactionStrategy(threshold=START_MS + 10 * DAY_MS)
+                model = None
+                gc.collect()
+                started = time.perf_counter()
+                model = PreviewModel(given, strategy, now_ms=START_MS + 60 * DAY_MS)
+                built = time.perf_counter()
+                model.preview()
+                done = time.perf_counter()
+                builds.append((built - started) * 1000)
+                firsts.append((done - built) * 1000)
+                totals.append(done - started)
+                recompute += [_ms(lambda m=model, t=t: m.set_threshold(t)) for t in thresholds]
+            # The scalar rule over Python objects, for the ratio (and a last agreement check).
+            t = thresholds[-1]
+            started = time.perf_counter()
+            scalar = [select_prefix(s.log_files, t) for s in slices]
+            scalar_ms = (time.perf_counter() - started) * 1000
+            assert model.set_threshold(t).per_slice.column("logs_compacted").to_pylist() == scalar
+            pv = spread(totals)
+            rc = spread(recompute)
+            out.append(
+                {
+                    "log_files": n,
+                    "slices": len(slices),
+                    "input": kind,
+                    "build_model_ms": round(spread(builds).median, 2),
+                    "first_preview_ms": round(spread(firsts).median, 2),
+                    "preview_s": round(pv.median, 4),
+                    "preview_s_min": round(pv.min, 4),
+                    "preview_s_max": round(pv.max, 4),
+                    "repeats": len(totals),
+                    "threshold_change_ms_median": round(rc.median, 2),
+                    "threshold_change_ms_min": round(rc.min, 2),
+                    "threshold_change_ms_max": round(rc.max, 2),
+                    "scalar_prefix_only_ms": round(scalar_ms, 2),
+                }
+            )
     return out
 
 

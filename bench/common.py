@@ -1,9 +1,12 @@
 """Helpers shared by the benchmarks: machine facts, timing with repeats, peak memory, result files.
 
-Timings are wall-clock (``time.perf_counter``); :func:`measure` repeats a call and reports the median, the best
-and every run. Peak memory of one task is the growth of the process's resident-set high-water mark (``VmHWM``,
-reset through ``/proc/self/clear_refs`` on Linux) over its resident set at the start of the task, so Arrow buffers
-count as well as Python objects; where the reset is unavailable it falls back to ``resource.getrusage``.
+Timings are wall-clock (``time.perf_counter``); :func:`measure` repeats a call (at least :data:`MIN_REPEAT` times
+outside the smoke size) and reports the median, the fastest, the slowest and every run. Verdicts are taken on the
+median; min and max are printed beside it so a reader sees how much the machine's load moved a number.
+
+Peak memory of one task is the growth of the process's resident-set high-water mark (``VmHWM``, reset through
+``/proc/self/clear_refs`` on Linux) over its resident set at the start of the task, so Arrow buffers count as well
+as Python objects; where the reset is unavailable it falls back to ``resource.getrusage``.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import json
 import resource
 import statistics
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -21,19 +24,25 @@ from typing import Any, TypeVar
 from bench.bench_write import machine_info
 
 __all__ = [
+    "MIN_REPEAT",
     "SIZES",
     "Measured",
     "PeakMemory",
+    "Spread",
     "machine_info",
     "measure",
     "peak_memory",
     "profile",
     "ratio",
+    "spread",
     "timed",
     "write_json",
 ]
 
 T = TypeVar("T")
+
+#: Every benchmark outside the ``tiny`` smoke size is the median of at least this many timed repeats.
+MIN_REPEAT = 5
 
 #: Parameters of each ``--size``. ``small`` runs in minutes on a laptop; the others show how cost grows.
 SIZES: dict[str, dict[str, Any]] = {
@@ -44,25 +53,25 @@ SIZES: dict[str, dict[str, Any]] = {
         "b3_batches": 4,
         "b4_rows": 4_000,
         "cluster_rows": 2_000,
-        "repeat": 1,
+        "repeat": 2,
     },
     "small": {
         "b1_logs": 1_000,
-        "b2_logs": (1_000, 10_000, 100_000),
+        "b2_logs": (1_000, 10_000, 100_000, 1_000_000),
         "b3_rows": 200_000,
         "b3_batches": 10,
         "b4_rows": 200_000,
         "cluster_rows": 50_000,
-        "repeat": 3,
+        "repeat": MIN_REPEAT,
     },
     "medium": {
         "b1_logs": 10_000,
-        "b2_logs": (1_000, 10_000, 100_000),
+        "b2_logs": (1_000, 10_000, 100_000, 1_000_000),
         "b3_rows": 1_000_000,
         "b3_batches": 10,
         "b4_rows": 1_000_000,
         "cluster_rows": 200_000,
-        "repeat": 3,
+        "repeat": MIN_REPEAT,
     },
     "large": {
         "b1_logs": 100_000,
@@ -71,7 +80,7 @@ SIZES: dict[str, dict[str, Any]] = {
         "b3_batches": 20,
         "b4_rows": 5_000_000,
         "cluster_rows": 1_000_000,
-        "repeat": 2,
+        "repeat": MIN_REPEAT,
     },
 }
 
@@ -92,15 +101,45 @@ class Measured:
     all_s: tuple[float, ...]
     result: Any = field(default=None, compare=False)
 
+    @property
+    def max_s(self) -> float:
+        return max(self.all_s)
+
     def to_dict(self) -> dict[str, Any]:
+        return spread(self.all_s).to_dict()
+
+    @classmethod
+    def of(cls, times: Sequence[float], result: Any = None) -> Measured:
+        """From timings taken elsewhere (e.g. interleaved repeats of several methods)."""
+        return cls(statistics.median(times), min(times), tuple(times), result)
+
+
+@dataclass(frozen=True, slots=True)
+class Spread:
+    """Median, min and max of repeated values (seconds, or any unit the caller names)."""
+
+    median: float
+    min: float
+    max: float
+    values: tuple[float, ...]
+
+    def to_dict(self, unit: str = "s", digits: int = 6) -> dict[str, Any]:
         return {
-            "median_s": round(self.median_s, 6),
-            "min_s": round(self.min_s, 6),
-            "all_s": [round(s, 6) for s in self.all_s],
+            f"median_{unit}": round(self.median, digits),
+            f"min_{unit}": round(self.min, digits),
+            f"max_{unit}": round(self.max, digits),
+            "repeats": len(self.values),
+            f"all_{unit}": [round(v, digits) for v in self.values],
         }
 
 
-def measure(fn: Callable[[], Any], repeat: int = 3, warmup: int = 0) -> Measured:
+def spread(values: Sequence[float]) -> Spread:
+    """Median, min and max of ``values`` (not empty)."""
+    vals = tuple(float(v) for v in values)
+    return Spread(statistics.median(vals), min(vals), max(vals), vals)
+
+
+def measure(fn: Callable[[], Any], repeat: int = MIN_REPEAT, warmup: int = 1) -> Measured:
     """Call ``fn`` ``warmup`` times untimed, then ``repeat`` times timed."""
     for _ in range(warmup):
         fn()
@@ -109,7 +148,7 @@ def measure(fn: Callable[[], Any], repeat: int = 3, warmup: int = 0) -> Measured
     for _ in range(max(1, repeat)):
         seconds, out = timed(fn)
         times.append(seconds)
-    return Measured(statistics.median(times), min(times), tuple(times), out)
+    return Measured.of(times, out)
 
 
 def ratio(a: float | None, b: float | None, digits: int = 2) -> float | None:

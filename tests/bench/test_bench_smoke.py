@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from bench import run as bench_run
-from bench.common import SIZES, measure, peak_memory
+from bench.common import MIN_REPEAT, SIZES, measure, peak_memory
 
 pytestmark = pytest.mark.slow
 
@@ -43,35 +43,57 @@ def test_summary_header(summary_no_spark: dict[str, Any]) -> None:
 
 def test_b1(summary_no_spark: dict[str, Any]) -> None:
     b = summary_no_spark["results"]["B1"]
+    repeat = SIZES["tiny"]["repeat"]
     assert b["agree"] is True
     assert b["log_files"] == b["table"]["log_files"] > 0
-    for m in ("header", "write_stats", "decode"):
+    assert b["blocks"] >= b["log_files"]
+    for m in ("header", "io_floor", "write_stats", "decode"):
         assert _positive(b["methods"][m]["median_s"])
+        assert b["methods"][m]["min_s"] <= b["methods"][m]["median_s"] <= b["methods"][m]["max_s"]
+        assert len(b["methods"][m]["all_s"]) == b["methods"][m]["repeats"] == repeat
         assert _positive(b["methods"][m]["bytes_read"])
+    for m in ("header", "write_stats", "decode"):
         assert b["methods"][m]["log_files_answered"] > 0
-    assert b["methods"]["decode"]["bytes_read"] > b["methods"]["header"]["bytes_read"]
-    assert set(b["ratios"]) == {"decode_s / header_s", "decode_s / write_stats_s", "decode_bytes / header_bytes"}
+    # The floor reads exactly the non-content bytes; decoding reads the content as well.
+    assert b["methods"]["decode"]["bytes_read"] > b["methods"]["io_floor"]["bytes_read"]
+    assert b["methods"]["io_floor"]["reads"] >= b["log_files"]
+    assert set(b["ratios"]) == {
+        "header_s / io_floor_s",
+        "decode_s / header_s",
+        "decode_s / write_stats_s",
+        "decode_bytes / header_bytes",
+    }
 
 
 def test_b2(summary_no_spark: dict[str, Any]) -> None:
     b = summary_no_spark["results"]["B2"]
-    assert [x["log_files"] for x in b["sizes"]] == list(SIZES["tiny"]["b2_logs"])
+    sizes = list(SIZES["tiny"]["b2_logs"])
+    assert sorted({x["log_files"] for x in b["sizes"]}) == sizes
+    assert {x["input"] for x in b["sizes"]} == {"columnar", "objects"}
     for x in b["sizes"]:
         for k in ("build_model_ms", "first_preview_ms", "threshold_change_ms_median", "threshold_change_ms_max"):
             assert x[k] >= 0
-    assert b["largest"]["log_files"] == max(SIZES["tiny"]["b2_logs"])
+        assert x["preview_s_min"] <= x["preview_s"] <= x["preview_s_max"]
+        assert x["repeats"] == SIZES["tiny"]["repeat"]
+    assert b["largest"]["log_files"] == max(sizes) and b["largest"]["input"] == "columnar"
 
 
 def test_b3(summary_no_spark: dict[str, Any]) -> None:
     b = summary_no_spark["results"]["B3"]
-    p, f = b["partial"], b["full"]
+    p, f, fl = b["partial"], b["full"], b["floor"]
+    assert b["repeats"] == SIZES["tiny"]["repeat"]
     assert f["log_files_compacted"] >= p["log_files_compacted"] > 0
     assert f["log_records_in"] >= p["log_records_in"] > 0
     assert p["rows_written"] > 0 and f["rows_written"] > 0
     assert p["bytes_rewritten"] > 0 and f["bytes_rewritten"] > 0
     assert p["bytes_rewritten_if_links_copied"] >= p["bytes_rewritten"]
+    for timing in (p, f, fl["partial_plan"], fl["full_plan"]):
+        assert 0 < timing["min_s"] <= timing["median_s"] <= timing["max_s"]
+        assert len(timing["all_s"]) == b["repeats"]
     for k in ("partial_s / floor_s", "full_s / floor_s", "partial_bytes / full_bytes", "partial_s / full_s"):
         assert _positive(b["ratios"][k])
+    if b["hudi_rs_read"].get("median_s") is not None:
+        assert _positive(b["ratios"]["full_s / hudi_rs_read_s"])
     tasks = b["task_memory"]["full"]
     assert tasks and all(t["slice_input_bytes"] > 0 and t["peak_rss_growth_bytes"] >= 0 for t in tasks)
 
@@ -112,7 +134,9 @@ def test_b5_spark_and_cluster(tmp_path: Path) -> None:
 
 def test_helpers() -> None:
     m = measure(lambda: sum(range(1000)), repeat=3)
-    assert len(m.all_s) == 3 and m.min_s <= m.median_s and m.result == 499500
+    assert len(m.all_s) == 3 and m.min_s <= m.median_s <= m.max_s and m.result == 499500
+    assert m.to_dict()["repeats"] == 3
+    assert MIN_REPEAT >= 5 and all(SIZES[k]["repeat"] >= MIN_REPEAT for k in ("small", "medium", "large"))
     with peak_memory() as mem:
         blob = bytearray(32 * 2**20)
         blob[::4096] = b"x" * len(blob[::4096])
