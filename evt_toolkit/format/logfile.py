@@ -11,8 +11,8 @@ A Hudi log file is a plain concatenation of blocks with no file header (``Hoodie
 ``(int32 key ordinal, int32 byte length, UTF-8 bytes)`` entries.
 
 This module only frames blocks. :func:`scan_log_blocks` reads magic, sizes, headers and footers but
-*seeks over* the content, so listing the blocks of a large log costs a few small reads per block. Decoding
-the content is :mod:`evt_toolkit.format.log_content`'s job.
+*skips* the content by offset: a small log costs one read, a large one about one read per block, and the fields
+are parsed from the buffer with ``struct``. Decoding the content is :mod:`evt_toolkit.format.log_content`'s job.
 
 Example:
     >>> blocks = read_log_blocks_bytes(open(path, "rb").read(), path)  # doctest: +SKIP
@@ -23,11 +23,9 @@ Example:
 from __future__ import annotations
 
 import enum
-import io
-import re
 import struct
 import types
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
@@ -46,8 +44,18 @@ MAX_METADATA_ENTRIES = 1024
 # Forward scans for the next magic read this much at a time, as hudi-rs does (Java uses the same idea with
 # its BLOCK_SCAN_READ_BUFFER_SIZE), so a corrupt region of any size is crossed in bounded memory.
 SCAN_WINDOW = 1 << 20
+# The header scan reads at least this much at a time. Reading 64 KiB costs about what reading 1 KiB does, on a
+# local disk (page cache, read-ahead) as on an object store (one request either way), so a typical log of a few
+# KiB is read whole in one call and a larger one costs about one read per block.
+READ_AHEAD = 1 << 16
+# The read at a block's end starts this many bytes before the reverse pointer, so it also holds a small footer.
+_FOOTER_SLACK = 56
 
-_DECIMAL_RE = re.compile(r"-?[0-9]+")
+_I32 = struct.Struct(">i").unpack_from
+_I64 = struct.Struct(">q").unpack_from
+_I32I32 = struct.Struct(">ii").unpack_from
+# magic, blockSize, version, block type, header entry count: the first 26 bytes of a version-1 block.
+_HEAD = struct.Struct(">6sqiii").unpack_from
 
 
 class BlockType(enum.IntEnum):
@@ -166,121 +174,175 @@ class LogBlock:
         if raw is None:
             return None
         text = raw.strip()
+        digits = text[1:] if text[:1] == "-" else text
         # int() alone would also accept "1_000", " +5" and non-ASCII digits; the header format is stricter.
-        if not _DECIMAL_RE.fullmatch(text):
+        if not (digits.isascii() and digits.isdigit()):
             raise LogFormatError(
                 f"MIN_EVENT_TIME header is not a decimal integer: {raw[:40]!r}", self.log_file, self.offset
             )
         return int(text)
 
 
-class _BlockReader:
-    """Sequential big-endian reads that never go past ``limit`` (the end of the current block)."""
+class _Source:
+    """Random access to one log file's bytes with as few reads as possible.
 
-    __slots__ = ("f", "limit", "path", "pos")
-
-    def __init__(self, f: BinaryIO, pos: int, limit: int, path: str) -> None:
-        self.f = f
-        self.pos = pos
-        self.limit = limit
-        self.path = path
-
-    def read(self, n: int, what: str) -> bytes:
-        # Checking the length against the block end *before* reading is what keeps a garbage length field
-        # from turning into a huge allocation.
-        if n < 0 or n > self.limit - self.pos:
-            raise LogFormatError(
-                f"{what} of {n} bytes runs past the end of the block (ends at byte {self.limit})", self.path, self.pos
-            )
-        data = self.f.read(n)
-        if len(data) != n:
-            raise LogFormatError(f"unexpected end of file reading {what}", self.path, self.pos)
-        self.pos += n
-        return data
-
-    def int32(self, what: str) -> int:
-        return int(struct.unpack(">i", self.read(4, what))[0])
-
-    def int64(self, what: str) -> int:
-        return int(struct.unpack(">q", self.read(8, what))[0])
-
-    def skip(self, n: int, what: str) -> None:
-        if n < 0 or n > self.limit - self.pos:
-            raise LogFormatError(
-                f"{what} of {n} bytes runs past the end of the block (ends at byte {self.limit})", self.path, self.pos
-            )
-        self.pos += n
-        self.f.seek(self.pos)
-
-    def metadata(self, what: str) -> Mapping[HeaderKey, str]:
-        """Reads one header/footer map (``HoodieLogBlock.getHeaderMetadata``)."""
-        start = self.pos
-        count = self.int32(f"{what} entry count")
-        if count == 0:
-            return _EMPTY
-        # Every entry takes at least 8 bytes (key + length), which bounds a sane count by the bytes left.
-        if count < 0 or count > MAX_METADATA_ENTRIES or count * 8 > self.limit - self.pos:
-            raise LogFormatError(f"invalid {what} entry count {count}", self.path, start)
-        entries: dict[HeaderKey, str] = {}
-        for _ in range(count):
-            key_pos = self.pos
-            ordinal = self.int32(f"{what} key")
-            key = _HEADER_KEYS.get(ordinal)
-            if key is None:
-                # Java indexes HeaderMetadataType.values()[ordinal] (ArrayIndexOutOfBoundsException, not turned
-                # into a corrupt block) and hudi-rs returns "Invalid metadata key": both fail the whole read.
-                raise LogFormatError(f"Invalid metadata key: {ordinal} in {what}", self.path, key_pos)
-            length = self.int32(f"{what} value length")
-            raw = self.read(length, f"{what} value of {key.name}")
-            try:
-                value = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise LogFormatError(
-                    f"{what} value of {key.name} is not valid UTF-8: {exc}", self.path, key_pos
-                ) from exc
-            # Java fills a HashMap, so a repeated key keeps the last value.
-            entries[key] = value
-        return types.MappingProxyType(entries)
-
-
-def _find_magic(f: BinaryIO, start: int, file_size: int) -> int:
-    """Offset of the first magic at or after ``start``, or ``file_size`` when there is none.
-
-    Reads in ``SCAN_WINDOW`` windows that overlap by ``len(MAGIC) - 1`` bytes so a magic straddling two
-    windows is still found (mirrors ``HoodieLogFileReader.scanForNextAvailableBlockOffset``).
+    A file is read in windows of at least ``READ_AHEAD`` bytes, so a log smaller than that costs one read in all,
+    and a larger one about one read per block: the read at a block's reverse pointer also brings the footer, the
+    next block's magic (the corruption check) and that block's headers. Two windows are kept, the most recent and
+    the one before, because a block's corruption check (at its end) comes before its headers (at its start) are
+    parsed. A bytes-like object is used as one window (without a copy, but for a memoryview, copied once).
     """
-    pos = start
-    while pos < file_size:
-        f.seek(pos)
-        window = f.read(min(SCAN_WINDOW, file_size - pos))
-        if not window:
-            break
-        hit = window.find(MAGIC)
-        if hit >= 0:
-            return pos + hit
-        if pos + len(window) >= file_size:
-            break
-        # Always advances: the window is at least SCAN_WINDOW > len(MAGIC) bytes here.
-        pos += max(1, len(window) - (_MAGIC_LEN - 1))
-    return file_size
+
+    __slots__ = ("a", "a_end", "a_start", "b", "b_end", "b_start", "f", "read_at", "size")
+
+    def __init__(self, f: BinaryIO | bytes | bytearray | memoryview, size: int) -> None:
+        self.size = size
+        self.b: bytes | bytearray = b""
+        self.b_start = self.b_end = 0
+        self.a_start = 0
+        self.read_at: Callable[[int, int], bytes] | None = None
+        if isinstance(f, (bytes, bytearray, memoryview)):
+            self.f: BinaryIO | None = None
+            self.a = f.tobytes() if isinstance(f, memoryview) else f
+            self.a_end = len(self.a)
+        else:
+            self.f = f
+            self.a = b""
+            self.a_end = 0
+            # A positional read (pyarrow's NativeFile.read_at, the storage layer's files) saves the seek call.
+            self.read_at = getattr(f, "read_at", None)
+
+    def window(self, pos: int, n: int) -> tuple[bytes | bytearray, int]:
+        """``(buffer, offset of pos in it)`` with ``n`` bytes from ``pos`` in the buffer, fewer only at EOF."""
+        if self.a_start <= pos and pos + n <= self.a_end:
+            return self.a, pos - self.a_start
+        if self.b_start <= pos and pos + n <= self.b_end:
+            return self.b, pos - self.b_start
+        if self.f is None:  # a buffer holds the whole file: what it lacks is past EOF
+            return self.a, pos
+        want = min(max(n, READ_AHEAD), max(0, self.size - pos))
+        if self.read_at is not None:
+            data = self.read_at(want, pos)
+        else:
+            self.f.seek(pos)
+            data = self.f.read(want)
+        self.b, self.b_start, self.b_end = self.a, self.a_start, self.a_end
+        self.a, self.a_start, self.a_end = data, pos, pos + len(data)
+        return data, 0
+
+    def find_magic(self, start: int) -> int:
+        """Offset of the first magic at or after ``start``, or the file size when there is none.
+
+        Searches ``SCAN_WINDOW`` bytes at a time, windows overlapping by ``len(MAGIC) - 1`` bytes so a magic
+        straddling two windows is still found (mirrors ``HoodieLogFileReader.scanForNextAvailableBlockOffset``),
+        which keeps a corrupt region of any size crossed in bounded memory.
+        """
+        size = self.size
+        pos = start
+        while pos < size:
+            end = min(size, pos + SCAN_WINDOW)
+            if self.f is None:
+                hit = self.a.find(MAGIC, pos, end)
+                if hit >= 0:
+                    return hit
+            else:
+                self.f.seek(pos)
+                chunk = self.f.read(end - pos)
+                if not chunk:
+                    break
+                hit = chunk.find(MAGIC)
+                if hit >= 0:
+                    return pos + hit
+                end = pos + len(chunk)
+            if end >= size:
+                break
+            # Always advances: a window is at least SCAN_WINDOW > len(MAGIC) bytes here.
+            pos = max(pos + 1, end - (_MAGIC_LEN - 1))
+        return size
+
+
+def _past_block(what: str, n: int, limit: int, path: str, pos: int) -> LogFormatError:
+    return LogFormatError(f"{what} of {n} bytes runs past the end of the block (ends at byte {limit})", path, pos)
+
+
+def _metadata(
+    src: _Source, buf: bytes | bytearray, base: int, pos: int, limit: int, what: str, path: str
+) -> tuple[Mapping[HeaderKey, str], int, bytes | bytearray, int]:
+    """One header/footer map at ``pos`` (``HoodieLogBlock.getHeaderMetadata``).
+
+    ``buf`` holds the file's bytes from offset ``base`` (a window that likely holds the map; another is fetched when
+    it does not). Every length is checked against ``limit`` (the block's reverse pointer) *before* anything is
+    read, which keeps a garbage length from turning into a huge read.
+
+    Returns:
+        The map, the offset after it, and the window last used (for the caller's next field).
+    """
+    if limit - pos < 4:
+        raise _past_block(f"{what} entry count", 4, limit, path, pos)
+    end = base + len(buf)  # absolute end of the bytes held in buf
+    if pos < base or pos + 4 > end:
+        buf, o = src.window(pos, 4)
+        base, end = pos - o, pos - o + len(buf)
+        if pos + 4 > end:
+            raise LogFormatError(f"unexpected end of file reading {what} entry count", path, pos)
+    count = _I32(buf, pos - base)[0]
+    start = pos
+    pos += 4
+    if count == 0:
+        return _EMPTY, pos, buf, base
+    # Every entry takes at least 8 bytes (key + length), which bounds a sane count by the bytes left.
+    if count < 0 or count > MAX_METADATA_ENTRIES or count * 8 > limit - pos:
+        raise LogFormatError(f"invalid {what} entry count {count}", path, start)
+    entries: dict[HeaderKey, str] = {}
+    for _ in range(count):
+        if limit - pos < 8:
+            # No room for a key and a value length: report the first field that does not fit, as a field-by-field
+            # reader would (an unknown key before a missing length).
+            if limit - pos < 4:
+                raise _past_block(f"{what} key", 4, limit, path, pos)
+            buf, o = src.window(pos, 4)
+            if len(buf) - o < 4:
+                raise LogFormatError(f"unexpected end of file reading {what} key", path, pos)
+            ordinal = _I32(buf, o)[0]
+            if ordinal not in _HEADER_KEYS:
+                raise LogFormatError(f"Invalid metadata key: {ordinal} in {what}", path, pos)
+            raise _past_block(f"{what} value length", 4, limit, path, pos + 4)
+        if pos + 8 > end:
+            buf, o = src.window(pos, 8)
+            base, end = pos - o, pos - o + len(buf)
+            if pos + 8 > end:
+                raise LogFormatError(f"unexpected end of file reading {what} key", path, pos)
+        ordinal, length = _I32I32(buf, pos - base)
+        key = _HEADER_KEYS.get(ordinal)
+        if key is None:
+            # Java indexes HeaderMetadataType.values()[ordinal] (ArrayIndexOutOfBoundsException, not turned into a
+            # corrupt block) and hudi-rs returns "Invalid metadata key": both fail the whole read.
+            raise LogFormatError(f"Invalid metadata key: {ordinal} in {what}", path, pos)
+        key_pos = pos
+        pos += 8
+        if length < 0 or length > limit - pos:
+            raise _past_block(f"{what} value of {key.name}", length, limit, path, pos)
+        if pos + length > end:
+            buf, o = src.window(pos, length)
+            base, end = pos - o, pos - o + len(buf)
+            if pos + length > end:
+                raise LogFormatError(f"unexpected end of file reading {what} value of {key.name}", path, pos)
+        o = pos - base
+        try:
+            value = buf[o : o + length].decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise LogFormatError(f"{what} value of {key.name} is not valid UTF-8: {exc}", path, key_pos) from exc
+        pos += length
+        # Java fills a HashMap, so a repeated key keeps the last value.
+        entries[key] = value
+    return types.MappingProxyType(entries), pos, buf, base
 
 
 def _corrupt_block(path: str, offset: int, end: int, reason: str) -> LogBlock:
-    return LogBlock(
-        log_file=path,
-        offset=offset,
-        size=end - offset,
-        block_type=BlockType.CORRUPT,
-        format_version=None,
-        header=_EMPTY,
-        footer=_EMPTY,
-        content_offset=0,
-        content_length=0,
-        corrupt_reason=reason,
-    )
+    return LogBlock(path, offset, end - offset, BlockType.CORRUPT, None, _EMPTY, _EMPTY, 0, 0, reason)
 
 
-def _corruption_reason(f: BinaryIO, offset: int, block_size: int, file_size: int) -> str | None:
+def _corruption_reason(src: _Source, offset: int, block_size: int) -> str | None:
     """Hudi's corrupt-block test for the block whose magic is at ``offset``; ``None`` when it is sound.
 
     Mirrors ``HoodieLogFileReader.isBlockCorrupted`` and hudi-rs ``is_block_corrupted``: with the stream just
@@ -290,74 +352,134 @@ def _corruption_reason(f: BinaryIO, offset: int, block_size: int, file_size: int
     """
     if block_size < _MIN_V1_BLOCK_SIZE:
         return f"block size {block_size} is smaller than the smallest block ({_MIN_V1_BLOCK_SIZE})"
+    file_size = src.size
     block_end = offset + _PREFIX_LEN + block_size
     if block_end > file_size:
         return f"block size {block_size} runs past EOF (file size {file_size})"
-    f.seek(block_end - 8)
-    raw = f.read(8)
-    if len(raw) != 8:
+    # The pointer and, when there is room for one, the next magic: one window brings both, and starting it a little
+    # earlier brings the footer too (empty in every file Hudi writes: a 4-byte count).
+    tail = 8 + _MAGIC_LEN if file_size - block_end >= _MAGIC_LEN else 8
+    start = max(offset + _PREFIX_LEN, block_end - 8 - _FOOTER_SLACK)
+    buf, o = src.window(start, block_end - 8 - start + tail)
+    o += block_end - 8 - start
+    if len(buf) - o < 8:
         return "reverse pointer runs past EOF"
-    reverse_pointer = int(struct.unpack(">q", raw)[0])
+    reverse_pointer = _I64(buf, o)[0]
     if reverse_pointer - _MAGIC_LEN != block_size:
         return f"reverse pointer {reverse_pointer} does not match block size {block_size}"
-    if file_size - block_end >= _MAGIC_LEN:
-        following = f.read(_MAGIC_LEN)
-        if following != MAGIC:
-            return "the bytes after the block are neither a magic nor EOF"
+    if tail > 8 and buf[o + 8 : o + 8 + _MAGIC_LEN] != MAGIC:
+        return "the bytes after the block are neither a magic nor EOF"
     # Fewer than 6 trailing bytes: Java's readFully hits EOF and treats the block as sound; the stray tail is
     # reported separately by the scanner as its own corrupt block.
     return None
 
 
-def _read_block(f: BinaryIO, offset: int, block_size: int, path: str) -> LogBlock:
-    """Parses a block that passed the corruption test; its framing is trusted, its fields are not."""
+def _read_block(src: _Source, buf: bytes | bytearray, base: int, offset: int, block_size: int, path: str) -> LogBlock:
+    """Parses a block that passed the corruption test; its framing is trusted, its fields are not.
+
+    ``buf`` is the window holding the block's magic, from file offset ``base``.
+    """
     block_end = offset + _PREFIX_LEN + block_size
     # Fields live between the blockSize field and the reverse pointer.
-    reader = _BlockReader(f, offset + _PREFIX_LEN, block_end - 8, path)
-    f.seek(reader.pos)
-    version = reader.int32("log format version")
+    limit = block_end - 8
+    pos = offset + _PREFIX_LEN
+    if pos + 8 > base + len(buf):
+        buf, o = src.window(pos, 8)
+        base = pos - o
+        if pos + 8 > base + len(buf):
+            raise LogFormatError("unexpected end of file reading log format version", path, pos)
+    version, ordinal = _I32I32(buf, pos - base)
     if version == 0:
         # Version 0 (Hudi < 0.3) has no block type, headers or reverse pointer; no supported table has them.
         raise UnsupportedFeatureError(f"legacy log format version 0 is not supported [{path} @ byte {offset}]")
     if version != 1:
-        raise LogFormatError(f"Invalid log format version: {version}", path, offset + _PREFIX_LEN)
-    type_pos = reader.pos
-    ordinal = reader.int32("block type")
+        raise LogFormatError(f"Invalid log format version: {version}", path, pos)
     block_type = _BLOCK_TYPES.get(ordinal)
     if block_type is None:
         # Java: checkArgument(type < values().length); hudi-rs: "Invalid block type". A hard error in both.
-        raise LogFormatError(f"Invalid block type: {ordinal}", path, type_pos)
-    header = reader.metadata("header")
-    content_length = reader.int64("content length")
-    content_offset = reader.pos
-    reader.skip(content_length, "content")
-    footer = reader.metadata("footer")
-    if reader.pos != reader.limit:
-        raise LogFormatError(
-            f"block fields end at byte {reader.pos} but the reverse pointer is at byte {reader.limit}", path, offset
-        )
+        raise LogFormatError(f"Invalid block type: {ordinal}", path, pos + 4)
+    header, pos, buf, base = _metadata(src, buf, base, pos + 8, limit, "header", path)
+    if limit - pos < 8:
+        raise _past_block("content length", 8, limit, path, pos)
+    if pos < base or pos + 8 > base + len(buf):
+        buf, o = src.window(pos, 8)
+        base = pos - o
+        if pos + 8 > base + len(buf):
+            raise LogFormatError("unexpected end of file reading content length", path, pos)
+    content_length = _I64(buf, pos - base)[0]
+    content_offset = pos + 8
+    if content_length < 0 or content_length > limit - content_offset:
+        raise _past_block("content", content_length, limit, path, content_offset)
+    footer, pos, _, _ = _metadata(src, buf, base, content_offset + content_length, limit, "footer", path)
+    if pos != limit:
+        raise LogFormatError(f"block fields end at byte {pos} but the reverse pointer is at byte {limit}", path, offset)
     return LogBlock(
-        log_file=path,
-        offset=offset,
-        size=_PREFIX_LEN + block_size,
-        block_type=block_type,
-        format_version=version,
-        header=header,
-        footer=footer,
-        content_offset=content_offset,
-        content_length=content_length,
+        path, offset, _PREFIX_LEN + block_size, block_type, version, header, footer, content_offset, content_length
     )
 
 
-def scan_log_blocks(f: BinaryIO, file_size: int, path: str) -> Iterator[LogBlock]:
+def _sound_block(buf: bytes | bytearray, o: int, pos: int, file_size: int, path: str) -> LogBlock | None:
+    """The block at file offset ``pos`` (``buf[o]``) when it lies whole in ``buf`` and is sound, else ``None``.
+
+    The common case — a block within the bytes already read, with valid framing, known header keys, UTF-8 values
+    and an empty footer — parsed with a few ``struct`` calls and no further reads. Anything else returns ``None``
+    and goes through the field-by-field path (:func:`_corruption_reason`, :func:`_read_block`), which classifies
+    corrupt blocks and names the fault, so this function never decides an error.
+    """
+    n = len(buf)
+    if n - o < 26:
+        return None
+    magic, block_size, version, ordinal, count = _HEAD(buf, o)
+    if magic != MAGIC or version != 1 or block_size < _MIN_V1_BLOCK_SIZE:
+        return None
+    end = o + _PREFIX_LEN + block_size  # the block's end, in buf
+    if end > n or _I64(buf, end - 8)[0] != block_size + _MAGIC_LEN:
+        return None
+    if file_size - (pos + _PREFIX_LEN + block_size) >= _MAGIC_LEN and buf[end : end + _MAGIC_LEN] != MAGIC:
+        return None  # the next magic is not in buf, or the bytes after the block are not a magic
+    block_type = _BLOCK_TYPES.get(ordinal)
+    if block_type is None or count < 0 or count > MAX_METADATA_ENTRIES:
+        return None
+    limit = end - 8
+    p = o + 26
+    header: Mapping[HeaderKey, str] = _EMPTY
+    if count:
+        entries: dict[HeaderKey, str] = {}
+        for _ in range(count):
+            if p + 8 > limit:
+                return None
+            ordinal, length = _I32I32(buf, p)
+            key = _HEADER_KEYS.get(ordinal)
+            p += 8
+            if key is None or length < 0 or p + length > limit:
+                return None
+            try:
+                entries[key] = buf[p : p + length].decode("utf-8")
+            except UnicodeDecodeError:
+                return None
+            p += length
+        header = types.MappingProxyType(entries)
+    if p + 12 > limit:
+        return None
+    content_length = _I64(buf, p)[0]
+    p += 8
+    if content_length < 0 or p + content_length + 4 != limit or _I32(buf, limit - 4)[0] != 0:
+        return None  # fields that do not add up, or a footer: the field-by-field path reads it
+    return LogBlock(path, pos, _PREFIX_LEN + block_size, block_type, 1, header, _EMPTY, pos - o + p, content_length)
+
+
+def scan_log_blocks(f: BinaryIO | bytes | bytearray | memoryview, file_size: int, path: str) -> Iterator[LogBlock]:
     """Lists the blocks of one log file without reading their content.
 
-    Reads each block's magic, sizes, headers and footer and seeks past the content. Corrupt blocks (per
-    Hudi's rules, see :func:`_corruption_reason`) are yielded with ``block_type == CORRUPT`` and scanning
-    resumes at the next magic, as Java's ``HoodieLogFileReader`` does; callers skip them like Hudi's scanner.
+    Reads each block's magic, sizes, headers and footer and skips the content by offset: a log smaller than
+    ``READ_AHEAD`` bytes costs one read, a larger one about one read per block (see :class:`_Source`). Corrupt
+    blocks (per Hudi's rules, see :func:`_corruption_reason`) are yielded with ``block_type == CORRUPT`` and
+    scanning resumes at the next magic, as Java's ``HoodieLogFileReader`` does; callers skip them like Hudi's
+    scanner.
 
     Args:
-        f: a seekable binary stream over the whole log file.
+        f: a seekable binary stream over the whole log file (only ``seek`` and ``read`` are used, and the stream
+            may be used by the caller between blocks), or the file's bytes.
         file_size: the file's size in bytes (bounds every read and size check).
         path: the file's path, recorded in each block and named in errors.
 
@@ -369,11 +491,45 @@ def scan_log_blocks(f: BinaryIO, file_size: int, path: str) -> Iterator[LogBlock
             block type, an invalid log format version, invalid UTF-8 in a header, or fields that do not fit.
         UnsupportedFeatureError: a legacy (version 0) block.
     """
+    data: bytes | bytearray | None = None
+    if isinstance(f, (bytes, bytearray)):
+        data = f
+    elif isinstance(f, memoryview):
+        data = f.tobytes()
+    elif file_size <= READ_AHEAD:  # a small log: one read, then parse from memory
+        read_at = getattr(f, "read_at", None)
+        if read_at is not None:
+            data = read_at(file_size, 0)
+        else:
+            f.seek(0)
+            data = f.read(file_size)
+        if len(data) != file_size:  # the file is not the size we were told: let the careful path say so
+            data = None
+    if data is None:
+        yield from _scan(_Source(f, file_size), 0, path)
+        return
     pos = 0
     while pos < file_size:
+        block = _sound_block(data, pos, pos, file_size, path)
+        if block is None:
+            yield from _scan(_Source(data, file_size), pos, path)
+            return
+        yield block
+        pos += block.size
+
+
+def _scan(src: _Source, pos: int, path: str) -> Iterator[LogBlock]:
+    """:func:`scan_log_blocks` from ``pos`` on, through ``src``'s windows."""
+    file_size = src.size
+    while pos < file_size:
+        buf, o = src.window(pos, _PREFIX_LEN)
+        block = _sound_block(buf, o, pos, file_size, path)
+        if block is not None:
+            yield block
+            pos += block.size
+            continue
         remaining = file_size - pos
-        f.seek(pos)
-        magic = f.read(_MAGIC_LEN)
+        magic = buf[o : o + _MAGIC_LEN]
         if magic != MAGIC:
             # hudi-rs fails with "Invalid magic" and Java raises CorruptedLogFileException from hasNext(). We
             # report the region as a CORRUPT block instead and resume at the next magic: the bytes can only be
@@ -383,29 +539,29 @@ def scan_log_blocks(f: BinaryIO, file_size: int, path: str) -> Iterator[LogBlock
                 magic_problem = f"truncated magic ({remaining} trailing bytes)"
             else:
                 magic_problem = "invalid magic at block start"
-            end = _find_magic(f, pos + 1, file_size)
+            end = src.find_magic(pos + 1)
             yield _corrupt_block(path, pos, end, magic_problem)
             pos = end
             continue
         if remaining < _PREFIX_LEN:
-            end = _find_magic(f, pos + _MAGIC_LEN, file_size)
+            end = src.find_magic(pos + _MAGIC_LEN)
             yield _corrupt_block(path, pos, end, "truncated block size field")
             pos = end
             continue
-        block_size = int(struct.unpack(">q", f.read(8))[0])
-        reason = _corruption_reason(f, pos, block_size, file_size)
+        block_size = _I64(buf, o + _MAGIC_LEN)[0]
+        reason = _corruption_reason(src, pos, block_size)
         if reason is not None:
             # Java scans forward from just after the magic (createCorruptBlock / scanForNextAvailableBlockOffset).
-            end = _find_magic(f, pos + _MAGIC_LEN, file_size)
+            end = src.find_magic(pos + _MAGIC_LEN)
             yield _corrupt_block(path, pos, end, reason)
             pos = end
             continue
-        block = _read_block(f, pos, block_size, path)
+        block = _read_block(src, buf, pos - o, pos, block_size, path)
         yield block
         pos += block.size
 
 
-def read_log_blocks_bytes(data: bytes, path: str) -> list[LogBlock]:
+def read_log_blocks_bytes(data: bytes | bytearray | memoryview, path: str) -> list[LogBlock]:
     """Lists the blocks of a log file held in memory.
 
     Args:
@@ -415,7 +571,7 @@ def read_log_blocks_bytes(data: bytes, path: str) -> list[LogBlock]:
     Returns:
         The blocks in file order (see :func:`scan_log_blocks`).
     """
-    return list(scan_log_blocks(io.BytesIO(data), len(data), path))
+    return list(scan_log_blocks(data, len(data), path))
 
 
 def read_block_content(f: BinaryIO, block: LogBlock) -> bytes:

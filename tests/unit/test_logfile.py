@@ -338,20 +338,31 @@ class TestEveryRealLog:
             expected = {k.split("(")[0]: v for k, v in (meta.get("block_types") or {}).items()}
             assert dict(counts) == expected, meta_path.parent.name
 
-    def test_header_scan_does_not_read_content(self) -> None:
+    def test_header_scan_does_not_read_content(self, monkeypatch: pytest.MonkeyPatch) -> None:
         class CountingReader(io.BytesIO):
             read_bytes = 0
+            reads = 0
 
             def read(self, n: int | None = -1) -> bytes:
                 data = super().read(n)
                 self.read_bytes += len(data)
+                self.reads += 1
                 return data
 
         path = only_file("valid_log_parquet_data")
         data = path.read_bytes()
+        # A log smaller than the read-ahead is read whole, in one call.
         f = CountingReader(data)
         [block] = list(scan_log_blocks(f, len(data), str(path)))
-        assert f.read_bytes < len(data) - block.content_length + 32
+        assert (f.reads, f.read_bytes) == (1, len(data))
+        # With a read-ahead smaller than the content, the content is skipped: one read for the framing and headers,
+        # one at the reverse pointer (which also brings the footer).
+        assert block.content_offset < 1024 < block.content_offset + block.content_length
+        monkeypatch.setattr(logfile, "READ_AHEAD", 1024)
+        f = CountingReader(data)
+        assert list(scan_log_blocks(f, len(data), str(path))) == [block]
+        assert f.reads == 2
+        assert f.read_bytes < len(data) - block.content_length + 1024
 
     def test_every_data_and_delete_block_decodes(self) -> None:
         decoded = collections.Counter[BlockType]()

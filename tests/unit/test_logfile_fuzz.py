@@ -17,13 +17,15 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evt_toolkit.errors import EvtError
 from evt_toolkit.format.log_content import read_block_records
-from evt_toolkit.format.logfile import MAGIC, BlockType, read_log_blocks_bytes, scan_log_blocks
+from evt_toolkit.format import logfile
+from evt_toolkit.format.logfile import MAGIC, BlockType, LogBlock, read_log_blocks_bytes, scan_log_blocks
 from tests.conftest import LOG_FILES_DIR, SKIP_NO_SHARED, TABLES_DIR
 
 FUZZ_EXAMPLES = int(os.environ.get("EVT_FUZZ_EXAMPLES", "60"))
@@ -127,6 +129,42 @@ def test_mutated_real_logs_fail_cleanly(path: Path) -> None:
         data = mutate(original, ops)
         with time_limit(PER_EXAMPLE_SECONDS), contextlib.suppress(EvtError):
             scan_and_decode(data)
+
+    check()
+
+
+def scan_outcome(source: object, size: int, read_ahead: int) -> list[LogBlock] | tuple[str, str, object]:
+    """The blocks of a scan, or the error it ended with (type, message, offset)."""
+    saved = logfile.READ_AHEAD
+    logfile.READ_AHEAD = read_ahead
+    try:
+        return list(scan_log_blocks(source, size, "fuzz.log"))  # type: ignore[arg-type]
+    except EvtError as exc:
+        return (type(exc).__name__, str(exc), getattr(exc, "offset", None))
+    finally:
+        logfile.READ_AHEAD = saved
+
+
+@SKIP_NO_SHARED
+@pytest.mark.parametrize("path", fuzz_inputs()[:4], ids=lambda p: p.parent.name)
+def test_read_size_does_not_change_the_outcome(path: Path) -> None:
+    """The scanner reads a file in windows; however small they are, it sees what a scan of the bytes sees."""
+    original = path.read_bytes()
+
+    @settings(
+        max_examples=max(10, FUZZ_EXAMPLES // 2),
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+        derandomize=os.environ.get("EVT_FUZZ_RANDOM") is None,
+    )
+    @given(ops=st.lists(mutation, min_size=0, max_size=3), read_ahead=st.sampled_from([1, 7, 64, 1 << 16]))
+    def check(ops: list[tuple[str, int, object]], read_ahead: int) -> None:
+        data = mutate(original, ops)
+        expected = scan_outcome(data, len(data), read_ahead)
+        assert scan_outcome(io.BytesIO(data), len(data), read_ahead) == expected
+        assert scan_outcome(memoryview(data), len(data), read_ahead) == expected
+        # pyarrow's files (the storage layer's) are read with read_at instead of seek + read.
+        assert scan_outcome(pa.BufferReader(data), len(data), read_ahead) == expected
 
     check()
 
