@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from evt_toolkit.errors import LogFormatError
 from evt_toolkit.format import log_content as lc
 from evt_toolkit.format.log_writer import encode_avro_data_block
 from evt_toolkit.format.logfile import BlockType, read_block_content, read_log_blocks_bytes, scan_log_blocks
@@ -21,12 +22,8 @@ from tests.conftest import SKIP_NO_SHARED, TABLES_DIR
 
 def _both(block, content: bytes, reader=None) -> tuple[pa.Table, pa.Table]:  # type: ignore[no-untyped-def]
     fast = lc.decode_avro_data_block(block, content, reader)
-    original = lc._columnar_decodable
-    lc._columnar_decodable = lambda *_: False  # type: ignore[assignment]
-    try:
-        slow = lc.decode_avro_data_block(block, content, reader)
-    finally:
-        lc._columnar_decodable = original
+    # The record-by-record path (fastavro), called directly: the columnar path is chosen once per schema and cached.
+    slow = lc._decode_records(block, content, lc._block_schema(block, reader), reader)
     return fast, slow
 
 
@@ -44,7 +41,11 @@ def test_every_real_avro_block_decodes_identically() -> None:
                 fast, slow = _both(block, content)
                 assert fast.equals(slow), path
                 compared += 1
-                columnar += lc._columnar_decodable(lc._writer_schema(block), None)
+                plan = lc._block_schema(block, None)
+                if plan.container_header is not None:
+                    # A sound block of a columnar schema really is decoded by the columnar path.
+                    assert lc._decode_columnar([content], plan) is not None, path
+                    columnar += 1
     assert compared >= 40
     assert columnar >= 10  # the fast path is really exercised on real files
 
@@ -133,3 +134,70 @@ def test_fastavro_container_reference(tmp_path: Path) -> None:
     assert [r["k"] for r in fastavro.reader(io.BytesIO(container))] == ["a"]
     with pytest.raises(Exception):  # noqa: B017 - any decoder error on a truncated container
         list(fastavro.reader(io.BytesIO(container[:-20])))
+
+
+def _blocks_of(data: bytes, name: str) -> list[tuple[object, bytes]]:
+    return [
+        (b, data[b.content_offset : b.content_offset + b.content_length])
+        for b in read_log_blocks_bytes(data, name)
+        if b.block_type == BlockType.AVRO_DATA
+    ]
+
+
+@SKIP_NO_SHARED
+def test_batch_decode_equals_block_by_block_on_real_logs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Several blocks per decoder call, several calls in parallel: the same tables as one block at a time."""
+    items = []
+    for path in sorted(TABLES_DIR.rglob(".*.log.*")):
+        if "/.hoodie/" not in str(path):
+            items += _blocks_of(path.read_bytes(), str(path))
+    assert len(items) >= 40
+    expected = [lc.decode_avro_data_block(b, c) for b, c in items]  # type: ignore[arg-type]
+    for chunk_bytes, workers in ((lc.DECODE_CHUNK_BYTES, None), (1, 2), (50_000, 1), (50_000, 3)):
+        monkeypatch.setattr(lc, "DECODE_CHUNK_BYTES", chunk_bytes)
+        got = lc.decode_avro_data_blocks(items, max_workers=workers)  # type: ignore[arg-type]
+        assert len(got) == len(expected)
+        for g, e in zip(got, expected, strict=True):
+            assert g.equals(e)
+
+
+@settings(max_examples=int(os.environ.get("EVT_PROPERTY_EXAMPLES", "40")), deadline=None)
+@given(st.lists(st.lists(_row, min_size=1, max_size=10), min_size=1, max_size=5), st.booleans())
+def test_batch_decode_of_random_blocks(blocks_rows: list[list[dict[str, object]]], with_reader: bool) -> None:
+    reader = None
+    if with_reader:
+        reader = dict(SCHEMA)
+        reader["fields"] = [*SCHEMA["fields"], {"name": "extra", "type": ["null", "string"], "default": None}]
+    data = b"".join(encode_avro_data_block(rows, SCHEMA, f"2025010100000000{i}") for i, rows in enumerate(blocks_rows))
+    items = _blocks_of(data, "mem.log")
+    got = lc.decode_avro_data_blocks(items, reader, max_workers=2)  # type: ignore[arg-type]
+    for (b, c), g, rows in zip(items, got, blocks_rows, strict=True):
+        fast, slow = _both(b, c, reader)
+        assert g.equals(fast) and g.equals(slow)
+        assert g.num_rows == len(rows)
+
+
+def test_batch_decode_names_the_first_faulty_block() -> None:
+    rows = [{"k": "a", "i": 1, "l": None, "d": 1.0, "b": True, "s": "x", "day": None, "ts": None}]
+    data = b"".join(encode_avro_data_block(rows * 3, SCHEMA, f"2025010100000000{i}") for i in range(4))
+    items = _blocks_of(data, "mem.log")
+    # Block 1's second record length runs past the content; block 3's record count is garbage.
+    b1, c1 = items[1]
+    bad1 = bytearray(c1)
+    first_len = int.from_bytes(bad1[8:12], "big")
+    bad1[12 + first_len : 16 + first_len] = (10_000).to_bytes(4, "big")
+    b3, c3 = items[3]
+    bad3 = bytearray(c3)
+    bad3[4:8] = (2**30).to_bytes(4, "big")
+    items[1] = (b1, bytes(bad1))
+    items[3] = (b3, bytes(bad3))
+    with pytest.raises(LogFormatError) as one:
+        lc.decode_avro_data_block(b1, bytes(bad1))  # type: ignore[arg-type]
+    with pytest.raises(LogFormatError) as many:
+        lc.decode_avro_data_blocks(items, max_workers=2)  # type: ignore[arg-type]
+    assert str(many.value) == str(one.value)
+    assert b1.content_offset <= many.value.offset < b1.content_offset + b1.content_length  # type: ignore[attr-defined]
+    assert "record 1 length 10000 exceeds" in str(many.value)
+    # Alone, the sound blocks still decode.
+    sound = [items[0], items[2]]
+    assert [t.num_rows for t in lc.decode_avro_data_blocks(sound)] == [3, 3]  # type: ignore[arg-type]
