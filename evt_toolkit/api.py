@@ -18,7 +18,7 @@ from typing import Any, Self
 
 import pyarrow as pa
 
-from evt_toolkit.compaction.event_times import slice_infos
+from evt_toolkit.compaction.event_times import slice_set
 from evt_toolkit.compaction.executor import CompactionResult, ProgressEvent, run_compaction
 from evt_toolkit.compaction.freshness import Freshness, completed_compactions, ro_freshness
 from evt_toolkit.compaction.metrics import TableMetrics, metrics
@@ -300,7 +300,7 @@ class CompactionNamespace:
             14
         """
         table = self._table
-        slices = slice_infos(table, self._field(strategy))
+        slices = slice_set(table, self._field(strategy))
         if "pending_table_services" not in kwargs:
             tl = table.timeline
             kwargs["pending_table_services"] = tuple(

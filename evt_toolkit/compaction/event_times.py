@@ -21,7 +21,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from evt_toolkit.compaction.model import LogFileInfo, SliceInfo
+import pyarrow as pa
+
+from evt_toolkit.compaction.model import LOG_FILES_SCHEMA, SLICES_SCHEMA, LogFileInfo, SliceInfo, SliceSet
 from evt_toolkit.errors import EvtError
 from evt_toolkit.table.inspect import Inspect
 from evt_toolkit.table.write_stats import log_event_time_index
@@ -32,7 +34,7 @@ if TYPE_CHECKING:
     from evt_toolkit.table.table import Table
     from evt_toolkit.table.timeline import Timeline
 
-__all__ = ["BlockFacts", "clear_cache", "max_ingested_event_time", "slice_infos"]
+__all__ = ["BlockFacts", "clear_cache", "max_ingested_event_time", "slice_infos", "slice_set"]
 
 # Block types that carry records for the merged view; CDC blocks are change logs, not slice data.
 _DATA_BLOCKS = frozenset({"AVRO_DATA", "PARQUET_DATA", "HFILE_DATA"})
@@ -146,13 +148,16 @@ def _load_block_facts(
     return facts
 
 
-def _log_info(
-    partition: str,
+_LogFacts = tuple[int | None, str | None, bool, str | None, int | None, int]
+
+
+def _log_facts(
     lf: LogFile,
     blocks: tuple[BlockFacts, ...],
     timeline: Timeline,
     max_index: dict[tuple[str, str], int],
-) -> LogFileInfo:
+) -> _LogFacts:
+    """``(min event time, its source, has data, last instant, max event time, uncommitted blocks)`` of one log."""
     has_data = False
     min_et: int | None = None
     min_src: str | None = None
@@ -182,37 +187,19 @@ def _log_info(
             max_et = mx
     if unknown:
         min_et, min_src = None, None
-    return LogFileInfo(
-        path=lf.path,
-        name=lf.name,
-        file_id=lf.file_id,
-        partition_path=partition,
-        version=lf.version,
-        write_token=lf.write_token,
-        base_instant=lf.instant,
-        size=lf.size,
-        min_event_time=min_et,
-        min_event_time_source=min_src,
-        has_data=has_data,
-        instant=last_instant,
-        max_event_time=max_et,
-        uncommitted_blocks=uncommitted,
-    )
+    return min_et, min_src, has_data, last_instant, max_et, uncommitted
 
 
-def slice_infos(table: Table, event_time_field: str | None = None, unit: EpochUnit = "ms") -> list[SliceInfo]:
-    """The latest merged file slices of ``table`` with per-log-file event-time facts.
+@dataclass(frozen=True, slots=True)
+class _Gathered:
+    slices: list[FileSlice]
+    pending: dict[tuple[str, str], str]
+    blocks: dict[tuple[str, str], tuple[BlockFacts, ...]]
+    timeline: Timeline
+    max_index: dict[tuple[str, str], int]
 
-    Args:
-        table: the table.
-        event_time_field: defaults to ``hoodie.payload.event.time.field``; without one, only ``MIN_EVENT_TIME``
-            headers give a min event time.
-        unit: unit of integer epoch event times.
 
-    Returns:
-        One :class:`SliceInfo` per file group (``getLatestMergedFileSlicesBeforeOrOn``), logs in replay order;
-        groups held by a pending compaction carry its instant in ``pending_compaction``.
-    """
+def _gather(table: Table, event_time_field: str | None, unit: EpochUnit) -> _Gathered:
     field = event_time_field or table.config.event_time_field
     view = table.view
     pending = {k: v.time for k, v in view.pending_compaction_operations.items()}
@@ -237,12 +224,48 @@ def slice_infos(table: Table, event_time_field: str | None = None, unit: EpochUn
             resolved[k] = blocks
             _cache_put(keys[k], blocks)
     max_index = log_event_time_index(timeline, "maxEventTime") if field else {}
+    return _Gathered(merged, pending, resolved, timeline, max_index)
+
+
+def slice_infos(table: Table, event_time_field: str | None = None, unit: EpochUnit = "ms") -> list[SliceInfo]:
+    """The latest merged file slices of ``table`` with per-log-file event-time facts.
+
+    Args:
+        table: the table.
+        event_time_field: defaults to ``hoodie.payload.event.time.field``; without one, only ``MIN_EVENT_TIME``
+            headers give a min event time.
+        unit: unit of integer epoch event times.
+
+    Returns:
+        One :class:`SliceInfo` per file group (``getLatestMergedFileSlicesBeforeOrOn``), logs in replay order;
+        groups held by a pending compaction carry its instant in ``pending_compaction``.
+    """
+    g = _gather(table, event_time_field, unit)
     out: list[SliceInfo] = []
-    for s in merged:
-        logs = tuple(
-            _log_info(s.partition_path, lf, resolved[(s.partition_path, lf.name)], timeline, max_index)
-            for lf in s.log_files
-        )
+    for s in g.slices:
+        logs = []
+        for lf in s.log_files:
+            mn, src, has_data, instant, mx, unc = _log_facts(
+                lf, g.blocks[(s.partition_path, lf.name)], g.timeline, g.max_index
+            )
+            logs.append(
+                LogFileInfo(
+                    path=lf.path,
+                    name=lf.name,
+                    file_id=lf.file_id,
+                    partition_path=s.partition_path,
+                    version=lf.version,
+                    write_token=lf.write_token,
+                    base_instant=lf.instant,
+                    size=lf.size,
+                    min_event_time=mn,
+                    min_event_time_source=src,
+                    has_data=has_data,
+                    instant=instant,
+                    max_event_time=mx,
+                    uncommitted_blocks=unc,
+                )
+            )
         out.append(
             SliceInfo(
                 partition_path=s.partition_path,
@@ -250,8 +273,52 @@ def slice_infos(table: Table, event_time_field: str | None = None, unit: EpochUn
                 base_instant=s.base_instant,
                 base_file=s.base_file.name if s.base_file else None,
                 base_file_size=s.base_file.size if s.base_file else None,
-                log_files=logs,
-                pending_compaction=pending.get((s.partition_path, s.file_id)),
+                log_files=tuple(logs),
+                pending_compaction=g.pending.get((s.partition_path, s.file_id)),
             )
         )
     return out
+
+
+def slice_set(table: Table, event_time_field: str | None = None, unit: EpochUnit = "ms") -> SliceSet:
+    """:func:`slice_infos` in columnar form, written straight into columns (no record per log file).
+
+    What :class:`~evt_toolkit.compaction.preview.PreviewModel` is built from: a table with a million log files gives
+    its preview without a million Python objects. Same arguments and facts as :func:`slice_infos`;
+    ``list(slice_set(t)) == slice_infos(t)``.
+    """
+    g = _gather(table, event_time_field, unit)
+    sl: dict[str, list[Any]] = {f.name: [] for f in SLICES_SCHEMA}
+    lg: dict[str, list[Any]] = {f.name: [] for f in LOG_FILES_SCHEMA}
+    for i, s in enumerate(g.slices):
+        sl["slice_index"].append(i)
+        sl["partition_path"].append(s.partition_path)
+        sl["file_id"].append(s.file_id)
+        sl["base_instant"].append(s.base_instant)
+        sl["base_file"].append(s.base_file.name if s.base_file else None)
+        sl["base_file_size"].append(s.base_file.size if s.base_file else None)
+        sl["num_log_files"].append(len(s.log_files))
+        sl["total_log_size"].append(sum(lf.size for lf in s.log_files))
+        sl["pending_compaction"].append(g.pending.get((s.partition_path, s.file_id)))
+        for j, lf in enumerate(s.log_files):
+            mn, src, has_data, instant, mx, unc = _log_facts(
+                lf, g.blocks[(s.partition_path, lf.name)], g.timeline, g.max_index
+            )
+            for k, v in (
+                ("slice_index", i),
+                ("position", j),
+                ("partition_path", s.partition_path),
+                ("file_id", lf.file_id),
+                ("log_file", lf.name),
+                ("version", lf.version),
+                ("write_token", lf.write_token),
+                ("size", lf.size),
+                ("min_event_time", mn),
+                ("min_event_time_source", src),
+                ("max_event_time", mx),
+                ("has_data", has_data),
+                ("instant", instant),
+                ("uncommitted_blocks", unc),
+            ):
+                lg[k].append(v)
+    return SliceSet(pa.table(sl, schema=SLICES_SCHEMA), pa.table(lg, schema=LOG_FILES_SCHEMA))

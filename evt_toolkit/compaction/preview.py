@@ -37,13 +37,14 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from evt_toolkit.compaction.model import LOG_FILES_SCHEMA, SliceInfo, log_files_table
+from evt_toolkit.compaction.model import LOG_FILES_SCHEMA, SliceInfo, SliceSet
 from evt_toolkit.compaction.plan import LINK_MODES
 from evt_toolkit.compaction.prefix import prefix_lengths_np, selected_mask_np
 from evt_toolkit.compaction.strategy import (
@@ -233,6 +234,12 @@ class CompactionPreview:
 _I64_MAX = np.iinfo(np.int64).max
 
 
+def _np(column: pa.ChunkedArray | pa.Array, dtype: type) -> npt.NDArray[Any]:
+    """A non-null Arrow column as a numpy array of ``dtype``."""
+    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=dtype)
+
+
 class PreviewModel:
     """A preview kept live: the columnar log table is built once, :meth:`set_threshold` recomputes in milliseconds.
 
@@ -256,7 +263,7 @@ class PreviewModel:
 
     def __init__(
         self,
-        slices: Sequence[SliceInfo],
+        slices: Sequence[SliceInfo] | SliceSet,
         strategy: CompactionStrategy,
         *,
         now_ms: int | None = None,
@@ -268,13 +275,13 @@ class PreviewModel:
             raise PlanValidationError(f"link_mode must be one of {', '.join(LINK_MODES)}, got {link_mode!r}")
         if not compression_ratio > 0:
             raise PlanValidationError(f"compression ratio must be positive, got {compression_ratio}")
-        self.slices = tuple(slices)
+        self.slices: SliceSet = slices if isinstance(slices, SliceSet) else SliceSet.from_infos(slices)
         self.strategy = strategy
         self.now_ms = int(time.time() * 1000) if now_ms is None else int(now_ms)
         self.link_mode = link_mode
         self.pending_table_services = tuple(pending_table_services)
         self.compression_ratio = compression_ratio
-        self.log_files = log_files_table(self.slices)
+        self.log_files = self.slices.log_files
         self._build_arrays()
         self.max_event_time_ms: int | None = pc.max(self.log_files.column("max_event_time")).as_py()
         self.threshold_ms: int | None = None
@@ -292,51 +299,46 @@ class PreviewModel:
     # -- columnar state, built once ---------------------------------------------------------------------------------
     def _build_arrays(self) -> None:
         lt = self.log_files
-        n_slices = len(self.slices)
-        self._slice_index = lt.column("slice_index").to_numpy().astype(np.int64)
-        self._position = lt.column("position").to_numpy().astype(np.int64)
-        self._size = lt.column("size").to_numpy().astype(np.int64)
-        self._has_data = lt.column("has_data").to_numpy().astype(bool)
+        st = self.slices.slices
+        n_slices = st.num_rows
+        self._slice_index = _np(lt.column("slice_index"), np.int64)
+        self._position = _np(lt.column("position"), np.int64)
+        self._size = _np(lt.column("size"), np.int64)
+        self._has_data = _np(lt.column("has_data"), bool)
         mins = lt.column("min_event_time").combine_chunks()
         self._known = np.asarray(mins.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
         self._min = np.asarray(mins.fill_null(_I64_MAX).to_numpy(zero_copy_only=False), dtype=np.int64)
-        self._uncommitted = lt.column("uncommitted_blocks").to_numpy().astype(np.int64)
+        self._uncommitted = _np(lt.column("uncommitted_blocks"), np.int64)
         self._unknown = self._has_data & ~self._known
         self._names = lt.column("log_file").combine_chunks()
-        self._n_logs = np.fromiter((len(s.log_files) for s in self.slices), dtype=np.int64, count=n_slices)
+        self._n_logs = _np(st.column("num_log_files"), np.int64)
         self._start = np.zeros(n_slices, dtype=np.int64)
         if n_slices:
             self._start[1:] = np.cumsum(self._n_logs)[:-1]
-        self._base_size = np.fromiter(
-            ((s.base_file_size or 0) if s.base_file is not None else 0 for s in self.slices),
-            dtype=np.int64,
-            count=n_slices,
-        )
-        self._pending = np.fromiter((s.pending_compaction is not None for s in self.slices), dtype=bool, count=n_slices)
+        # Slices with logs, and where their rows start: the segments of the per-slice reductions.
+        self._nonempty = self._n_logs > 0
+        self._seg_start = self._start[self._nonempty]
+        has_base = st.column("base_file").is_valid().to_numpy(zero_copy_only=False)
+        base_size = st.column("base_file_size").fill_null(0)
+        self._base_size = np.where(has_base, _np(base_size, np.int64), 0)
+        self._pending_names = st.column("pending_compaction")
+        self._pending = np.asarray(self._pending_names.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
         self._candidate = (self._n_logs > 0) & ~self._pending
         self._csum_size = np.concatenate([[0], np.cumsum(self._size)])
         self._csum_unknown = np.concatenate([[0], np.cumsum(self._unknown.astype(np.int64))])
         self._total_log = self._csum_size[self._start + self._n_logs] - self._csum_size[self._start]
-        self._total_unc = np.zeros(n_slices, dtype=np.int64)
-        if len(self._slice_index):
-            np.add.at(self._total_unc, self._slice_index, self._uncommitted)
+        csum_unc = np.concatenate([[0], np.cumsum(self._uncommitted)])
+        self._total_unc = csum_unc[self._start + self._n_logs] - csum_unc[self._start]
         usable = self._has_data & self._known
         self._slice_min = self._group_min(np.where(usable, self._min, _I64_MAX))
-        meta = pa.table(
-            {
-                "slice_index": pa.array(np.arange(n_slices, dtype=np.int32)),
-                "partition_path": pa.array([s.partition_path for s in self.slices], pa.string()),
-                "file_id": pa.array([s.file_id for s in self.slices], pa.string()),
-                "base_instant": pa.array([s.base_instant for s in self.slices], pa.string()),
-                "base_file": pa.array([s.base_file for s in self.slices], pa.string()),
-            }
-        )
-        self._meta = meta
+        self._meta = st.select(["slice_index", "partition_path", "file_id", "base_instant", "base_file"])
 
     def _group_min(self, values: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-        out = np.full(len(self.slices), _I64_MAX, dtype=np.int64)
+        """Per slice, the minimum of ``values`` over its rows (``_I64_MAX`` for a slice without logs)."""
+        out = np.full(len(self._n_logs), _I64_MAX, dtype=np.int64)
         if len(values):
-            np.minimum.at(out, self._slice_index, values)
+            # Rows are grouped by slice, so one reduceat over the slices that have rows does it.
+            out[self._nonempty] = np.minimum.reduceat(values, self._seg_start)
         return out
 
     def _range_sum(self, csum: npt.NDArray[np.int64], length: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
@@ -389,9 +391,8 @@ class PreviewModel:
             selected, self._base_size + np.rint(compacted_size * self.compression_ratio).astype(np.int64), 0
         )
         forced_row = compacted_row & ~sel_row if self._fixed_prefix is None else np.zeros_like(compacted_row)
-        forced = np.zeros(n_slices, dtype=np.int64)
-        if len(self._slice_index):
-            np.add.at(forced, self._slice_index, forced_row.astype(np.int64))
+        csum_forced = np.concatenate([[0], np.cumsum(forced_row, dtype=np.int64)])
+        forced = self._range_sum(csum_forced, self._n_logs)
         unknown_remaining = self._range_sum(self._csum_unknown, self._n_logs) - self._range_sum(
             self._csum_unknown, prefix
         )
@@ -407,10 +408,15 @@ class PreviewModel:
             return pa.array(a, pa.int64(), mask=a == _I64_MAX)
 
         comp_off = np.concatenate([[0], np.cumsum(prefix)]).astype(np.int32)
-        rem_off = np.concatenate([[0], np.cumsum(self._n_logs - prefix)]).astype(np.int32)
+        rem_off = np.concatenate([[0], np.cumsum(remaining)]).astype(np.int32)
         mask_arr = pa.array(compacted_row, pa.bool_())
-        comp_names = pa.ListArray.from_arrays(pa.array(comp_off), self._names.filter(mask_arr))
-        rem_names = pa.ListArray.from_arrays(pa.array(rem_off), self._names.filter(pc.invert(mask_arr)))
+        # One gather puts every compacted name first and every remaining one after, each group in slice order; the
+        # two list columns are zero-copy slices of it (a million names are copied once, not twice).
+        order = np.concatenate([np.flatnonzero(compacted_row), np.flatnonzero(~compacted_row)])
+        names = self._names.take(pa.array(order))
+        n_comp = int(comp_off[-1])
+        comp_names = pa.ListArray.from_arrays(pa.array(comp_off), names.slice(0, n_comp))
+        rem_names = pa.ListArray.from_arrays(pa.array(rem_off), names.slice(n_comp))
         i32 = np.int32
         per_slice = pa.Table.from_arrays(
             [
@@ -420,7 +426,7 @@ class PreviewModel:
                 self._meta.column("base_instant"),
                 self._meta.column("base_file"),
                 pa.array(self._base_size),
-                pa.array([s.pending_compaction for s in self.slices], pa.string()),
+                self._pending_names,
                 pa.array(self._candidate),
                 pa.array(selected),
                 pa.array(selected & (remaining > 0)),

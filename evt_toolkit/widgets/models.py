@@ -28,8 +28,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from evt_toolkit.compaction.event_times import slice_infos
-from evt_toolkit.compaction.model import SliceInfo, log_files_table
+from evt_toolkit.compaction.event_times import slice_infos, slice_set
+from evt_toolkit.compaction.model import SliceInfo, SliceSet, log_files_table
 from evt_toolkit.compaction.plan import (
     EXTRA_LINK_MODE,
     EXTRA_LINK_TIMING,
@@ -623,13 +623,14 @@ class ThresholdPreviewModel:
         if slices is None:
             assert table is not None
             field_name = event_time_field or table.config.event_time_field
-            slices = slice_infos(table, field_name)
+            slices = slice_set(table, field_name)
         if pending_table_services is None and table is not None:
             tl = table.timeline
             pending_table_services = tuple(
                 i.time for i in tl.pending_compactions() + tl.pending_clustering() + tl.pending_log_compactions()
             )
-        self.slices = list(slices)
+        # Columnar once, shared by the model of every strategy.
+        self.slices = slices if isinstance(slices, SliceSet) else SliceSet.from_infos(slices)
         self.pending_table_services = tuple(pending_table_services or ())
         self._models: dict[str, PreviewModel] = {}
         # T = now is always within the RFC's bound, so the live model can be built before the data range is known.

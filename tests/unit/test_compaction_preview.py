@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evt_toolkit.compaction.model import LogFileInfo, SliceInfo
+from evt_toolkit.compaction.model import LogFileInfo, SliceInfo, SliceSet
 from evt_toolkit.compaction.prefix import select_prefix
 from evt_toolkit.compaction.preview import PER_LOG_SCHEMA, PER_SLICE_SCHEMA, PreviewModel, preview
 from evt_toolkit.compaction.strategy import (
@@ -234,3 +234,61 @@ def test_real_fixture_min_event_time_from_scan_and_selection() -> None:
     assert above.summary.logs_compacted == 1
     below = preview(slices, EventTimeBasedCompactionStrategy(threshold=m - 1))
     assert below.summary.logs_compacted == 0 and below.summary.ro_freshness_ms == m - 1
+
+
+# -- the columnar input --------------------------------------------------------------------------------------------
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(st.lists(slice_spec, max_size=10), st.lists(st.integers(-1, 101), min_size=1, max_size=3))
+def test_model_from_slice_set_equals_model_from_records(spec: list[Any], thresholds: list[int]) -> None:
+    slices = build(spec)
+    columnar = SliceSet.from_infos(slices)
+    # A set rebuilt from its two tables alone (no records kept) gives the records back.
+    bare = SliceSet(columnar.slices, columnar.log_files)
+    assert list(bare) == slices and len(bare) == len(slices)
+    strategy = EventTimeBasedCompactionStrategy(threshold=0)
+    from_records = PreviewModel(slices, strategy, now_ms=NOW)
+    from_columns = PreviewModel(bare, strategy, now_ms=NOW)
+    for t in thresholds:
+        a, b = from_records.set_threshold(t), from_columns.set_threshold(t)
+        assert a.per_slice.equals(b.per_slice) and a.per_log.equals(b.per_log) and a.summary == b.summary
+    hudi = LogFileSizeBasedCompactionStrategy()
+    assert preview(bare, hudi).per_slice.equals(preview(slices, hudi).per_slice)
+
+
+def test_slice_set_rejects_tables_that_do_not_index_each_other() -> None:
+    good = SliceSet.from_infos(example())
+    with pytest.raises(PlanValidationError, match="SLICES_SCHEMA"):
+        SliceSet(good.log_files, good.slices)
+    with pytest.raises(PlanValidationError, match="log files"):
+        SliceSet(good.slices, good.log_files.slice(1))
+    shuffled = good.log_files.take([1, 0, 2, 3, 4])
+    index = good.log_files.column("slice_index").take([4, 0, 1, 2, 3])
+    reordered = shuffled.set_column(0, good.log_files.schema.field(0), index)
+    with pytest.raises(PlanValidationError, match="ordered by slice_index"):
+        SliceSet(good.slices, reordered)
+
+
+@SKIP_NO_SHARED
+@pytest.mark.parametrize(
+    "name",
+    [
+        "mor_v6_trips_8i1u",
+        "mor_table_all_data_types",
+        "mor_table_uncommitted_log_v9",
+        "mor_table_log_compaction",
+        "mor_v8_trips_8i3u1d",
+        "mor_v9_txns_simple_meta",
+    ],
+)
+def test_slice_set_of_a_real_table_equals_its_slice_infos(name: str) -> None:
+    import evt_toolkit as evt
+    from evt_toolkit.compaction.event_times import clear_cache, slice_infos, slice_set
+
+    clear_cache()
+    table = evt.HudiTable.open(fixture_table_path(name))
+    records = slice_infos(table)
+    columnar = slice_set(table)
+    assert list(columnar) == records
+    assert columnar.log_files.equals(SliceSet.from_infos(records).log_files)

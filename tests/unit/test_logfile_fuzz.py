@@ -23,8 +23,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evt_toolkit.errors import EvtError
-from evt_toolkit.format.log_content import read_block_records
 from evt_toolkit.format import logfile
+from evt_toolkit.format.log_content import read_block_records
 from evt_toolkit.format.logfile import MAGIC, BlockType, LogBlock, read_log_blocks_bytes, scan_log_blocks
 from tests.conftest import LOG_FILES_DIR, SKIP_NO_SHARED, TABLES_DIR
 
