@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, BinaryIO, Literal, cast
 
 import pyarrow as pa
 
 from evt_toolkit.errors import EvtError
 from evt_toolkit.format.eventtime import EpochUnit, event_time_stats
 from evt_toolkit.format.extra_metadata import DeleteEventTimes
-from evt_toolkit.format.log_content import read_block_records
-from evt_toolkit.format.logfile import BlockType, HeaderKey, LogBlock, scan_log_blocks
+from evt_toolkit.format.log_content import decode_data_block, read_block_records
+from evt_toolkit.format.logfile import READ_AHEAD, BlockType, HeaderKey, LogBlock, scan_log_blocks
 from evt_toolkit.table.write_stats import delete_event_time_index, log_event_time_index
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ class Inspect:
     def __init__(self, table: Table) -> None:
         self._table = table
         self._scan_cache: dict[tuple[str, int, int], MinEventTime] = {}
-        self._deletes: dict[tuple[str, str], DeleteEventTimes] = {}
+        self._deletes: _LazyDeletes | None = None
 
     def log_blocks(
         self,
@@ -86,8 +86,8 @@ class Inspect:
         unit = cast(EpochUnit, event_time_unit or t.config.event_time_unit)
         groups = t.view.file_groups()
         rows: dict[str, list[object]] = {f.name: [] for f in LOG_BLOCKS_SCHEMA}
-        stats_index = log_event_time_index(t.timeline, "minEventTime") if field else {}
-        self._deletes = delete_event_time_index(t.timeline) if field else {}
+        stats = _LazyIndex(t, "minEventTime" if field else None)
+        self._deletes = _LazyDeletes(t) if field else None
         t.storage.prefetch(
             lf.path
             for g in groups
@@ -103,10 +103,16 @@ class Inspect:
             for s in g.slices if all_slices else g.slices[:1]:
                 for lf in s.log_files:
                     with t.storage.open_input(lf.path) as f:
-                        blocks = list(scan_log_blocks(f, lf.size, lf.path))
-                        for blk in blocks:
-                            met = self._min_event_time(f, lf, blk, field, unit, stats_index)
-                            count = _record_count(f, blk) if blk.is_data else None
+                        # A small log is read whole, in one call: the scan, the record counts and any fallback
+                        # decode then work on those bytes (as scan_log_blocks does itself for small files).
+                        src: BinaryIO | bytes = f
+                        if lf.size <= READ_AHEAD:
+                            data = f.read(lf.size)
+                            if len(data) == lf.size:
+                                src = data
+                        for blk in scan_log_blocks(src, lf.size, lf.path):
+                            met = self._min_event_time(src, lf, blk, field, unit, stats)
+                            count = _record_count(src, blk) if blk.is_data else None
                             self._append(rows, g.partition_path, lf, blk, met, count)
         return pa.table(rows, schema=LOG_BLOCKS_SCHEMA)
 
@@ -130,7 +136,7 @@ class Inspect:
             "version": lf.version,
             "offset": blk.offset,
             "size": blk.size,
-            "block_type": blk.block_type.name,
+            "block_type": _BLOCK_TYPE_NAMES[blk.block_type],
             "instant_time": inst,
             "target_instant_time": blk.target_instant_time,
             "header": header,
@@ -146,17 +152,17 @@ class Inspect:
 
     def _min_event_time(
         self,
-        f: object,
+        f: BinaryIO | bytes,
         lf: LogFile,
         blk: LogBlock,
         field: str | None,
         unit: EpochUnit,
-        stats_index: dict[tuple[str, str], int],
+        stats: _LazyIndex,
     ) -> MinEventTime:
         if blk.block_type == BlockType.DELETE:
             # A delete block has no event-time column: the writer records the deleted records' event times, when it
             # knew them, beside the write stats (evt.write.delete_event_times); otherwise they are unknown.
-            d = self._deletes.get((lf.name, blk.instant_time or "")) if field else None
+            d = self._deletes.get((lf.name, blk.instant_time or "")) if field and self._deletes is not None else None
             if d is None or not d.known:
                 return MinEventTime(None, None, None)
             return MinEventTime(d.min_ms, "write_stats", None)
@@ -167,7 +173,7 @@ class Inspect:
             return MinEventTime(header_value, "header", None)
         if not field:
             return MinEventTime(None, None, None)
-        ws = stats_index.get((lf.name, blk.instant_time or ""))
+        ws = stats.get((lf.name, blk.instant_time or ""))
         if ws is not None:
             return MinEventTime(ws, "write_stats", None)
         key = (lf.name, lf.size, blk.offset)
@@ -175,7 +181,10 @@ class Inspect:
         if cached is not None:
             return cached
         try:
-            records = read_block_records(f, blk)  # type: ignore[arg-type]
+            if isinstance(f, bytes):
+                records = decode_data_block(blk, f[blk.content_offset : blk.content_offset + blk.content_length])
+            else:
+                records = read_block_records(f, blk)
         except EvtError:
             return MinEventTime(None, None, None)
         if field not in records.column_names:
@@ -187,18 +196,59 @@ class Inspect:
         return met
 
 
+# Enum.name is a descriptor call; a scan of a million blocks looks these up a few million times.
+_BLOCK_TYPE_NAMES = {t: t.name for t in BlockType}
+_HEADER_NAMES = {k: k.name for k in HeaderKey}
+
+
 def _header_name(key: object) -> str:
-    return key.name if isinstance(key, HeaderKey) else str(key)
+    name = _HEADER_NAMES.get(key)  # type: ignore[call-overload]
+    return name if name is not None else str(key)
 
 
-def _record_count(f: object, blk: LogBlock) -> int | None:
+def _record_count(f: BinaryIO | bytes, blk: LogBlock) -> int | None:
     """Record count without decoding: Avro blocks carry it right after the content version."""
     if blk.block_type != BlockType.AVRO_DATA or blk.content_length < 8:
         return None
-    fh = f  # a seekable binary file
-    fh.seek(blk.content_offset + 4)  # type: ignore[attr-defined]
-    raw = fh.read(4)  # type: ignore[attr-defined]
+    if isinstance(f, bytes):
+        raw = f[blk.content_offset + 4 : blk.content_offset + 8]
+    else:
+        f.seek(blk.content_offset + 4)
+        raw = f.read(4)
     return int.from_bytes(raw, "big", signed=True) if len(raw) == 4 else None
+
+
+class _LazyDeletes:
+    """The deleted records' event times per (log, instant), built only when a delete block first needs them."""
+
+    def __init__(self, table: Table) -> None:
+        self._table = table
+        self._index: dict[tuple[str, str], DeleteEventTimes] | None = None
+
+    def get(self, key: tuple[str, str]) -> DeleteEventTimes | None:
+        if self._index is None:
+            self._index = delete_event_time_index(self._table.timeline)
+        return self._index.get(key)
+
+
+class _LazyIndex:
+    """The write-stat index of one event-time statistic, built only when a block first needs it.
+
+    Logs written with the ``MIN_EVENT_TIME`` header never need it, and building it reads the commit metadata of
+    the whole timeline.
+    """
+
+    def __init__(self, table: Table, stat: Literal["minEventTime", "maxEventTime"] | None) -> None:
+        self._table = table
+        self._stat = stat
+        self._index: dict[tuple[str, str], int] | None = None
+
+    def get(self, key: tuple[str, str]) -> int | None:
+        if self._stat is None:
+            return None
+        if self._index is None:
+            self._index = log_event_time_index(self._table.timeline, self._stat)
+        return self._index.get(key)
 
 
 def schema_summary(schema_json: str | None, limit: int = 6) -> str:
