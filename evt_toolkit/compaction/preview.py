@@ -329,8 +329,10 @@ class PreviewModel:
         self._total_log = self._csum_size[self._start + self._n_logs] - self._csum_size[self._start]
         csum_unc = np.concatenate([[0], np.cumsum(self._uncommitted)])
         self._total_unc = csum_unc[self._start + self._n_logs] - csum_unc[self._start]
-        usable = self._has_data & self._known
-        self._slice_min = self._group_min(np.where(usable, self._min, _I64_MAX))
+        # Min event times where they count (data, known), _I64_MAX elsewhere.
+        self._usable_min = np.where(self._has_data & self._known, self._min, _I64_MAX)
+        self._slice_min = self._group_min(self._usable_min)
+        self._unknown_arr = pa.array(self._unknown)
         self._meta = st.select(["slice_index", "partition_path", "file_id", "base_instant", "base_file"])
 
     def _group_min(self, values: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
@@ -381,7 +383,8 @@ class PreviewModel:
             prefix = np.where(self._candidate, prefix, 0)
         selected = prefix > 0
         remaining = self._n_logs - prefix
-        compacted_row = self._position < prefix[self._slice_index] if len(self._slice_index) else sel_row
+        prefix_row = prefix[self._slice_index]  # each log's slice's prefix length
+        compacted_row = self._position < prefix_row
         compacted_size = self._range_sum(self._csum_size, prefix)
         remaining_size = self._total_log - compacted_size
         links = np.where(selected, remaining, 0)
@@ -396,8 +399,7 @@ class PreviewModel:
         unknown_remaining = self._range_sum(self._csum_unknown, self._n_logs) - self._range_sum(
             self._csum_unknown, prefix
         )
-        usable_remaining = self._has_data & self._known & ~compacted_row
-        min_remaining = self._group_min(np.where(usable_remaining, self._min, _I64_MAX))
+        min_remaining = self._group_min(np.where(compacted_row, _I64_MAX, self._usable_min))
         full_read = np.where(self._candidate, self._base_size + self._total_log, 0)
         full_written = np.where(
             self._candidate, self._base_size + np.rint(self._total_log * self.compression_ratio).astype(np.int64), 0
@@ -453,11 +455,11 @@ class PreviewModel:
             ],
             schema=PER_SLICE_SCHEMA,
         )
-        linked_row = ~compacted_row & selected[self._slice_index] if len(self._slice_index) else compacted_row
-        link_version = self._position - prefix[self._slice_index] + 1 if len(self._slice_index) else self._position
+        linked_row = ~compacted_row & (prefix_row > 0)
+        link_version = self._position - prefix_row + 1
         per_log = self.log_files
         for name, arr in (
-            ("unknown_min", pa.array(self._unknown)),
+            ("unknown_min", self._unknown_arr),
             ("selected_by_threshold", pa.array(sel_row)),
             ("compacted", mask_arr),
             ("forced", pa.array(forced_row)),
