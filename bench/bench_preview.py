@@ -2,8 +2,8 @@
 
 Measures, in one run and with repeats: building the model (from the columnar ``SliceSet`` the table's facts come
 in, and from a list of ``SliceInfo`` records), the first preview, and the recompute after a threshold change
-(:meth:`PreviewModel.set_threshold`, what a slider does). Writes ``bench/results/preview.json`` and ``preview.md``.
-Timings are reported, never asserted.
+(:meth:`PreviewModel.set_threshold`, what a slider does). Prints JSON; ``bench.run`` (B2) records it. Timings are
+reported, never asserted.
 
 Run: ``python -m bench.bench_preview``
 """
@@ -14,7 +14,6 @@ import gc
 import json
 import platform
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,7 +24,6 @@ from evt_toolkit.compaction.prefix import select_prefix
 from evt_toolkit.compaction.preview import PreviewModel
 from evt_toolkit.compaction.strategy import EventTimeBasedCompactionStrategy
 
-RESULTS = Path(__file__).resolve().parent / "results"
 DAY_MS = 86_400_000
 START_MS = 1_700_000_000_000
 
@@ -146,23 +144,7 @@ def run(sizes: tuple[int, ...] = (1_000, 10_000, 100_000), repeats: int = MIN_RE
 
 
 def main() -> None:
-    rows = run()
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    meta = {"python": platform.python_version(), "machine": platform.machine(), "processor": platform.processor()}
-    (RESULTS / "preview.json").write_text(json.dumps({"meta": meta, "results": rows}, indent=2) + "\n")
-    header = list(rows[0])
-    lines = [
-        "# Compaction preview latency",
-        "",
-        "Synthetic slices (10 logs each); `threshold_change` = `PreviewModel.set_threshold` (full per-slice and",
-        "per-log Arrow tables and summary); `scalar_prefix_only` = the scalar prefix rule alone over Python objects.",
-        "",
-        "| " + " | ".join(header) + " |",
-        "|" + "---|" * len(header),
-    ]
-    lines += ["| " + " | ".join(str(r[h]) for h in header) + " |" for r in rows]
-    (RESULTS / "preview.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    print(json.dumps({"python": platform.python_version(), "results": run()}, indent=2))
 
 
 if __name__ == "__main__":

@@ -2,6 +2,8 @@
 
     python -m bench.run [--size tiny|small|medium|large] [--only B1,B3,...] [--out bench/results] [--no-profile]
 
+The files are named ``summary`` for the small size and ``summary_<size>`` for the others (``--name`` overrides).
+
 ``small`` takes minutes on a laptop; ``medium`` and ``large`` show how cost grows (see ``bench.common.SIZES``).
 Benchmarks: B1 min event time, B2 preview, B3 compaction, B4 RO vs snapshot, B5 snapshot reads, CLUSTER (the B3
 job on a multi-process Spark cluster vs local mode). Nothing is asserted: each result carries its targets and the
@@ -168,14 +170,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", default="bench/results")
     ap.add_argument("--workdir", help="keep the tables here (default: a temporary folder, removed)")
     ap.add_argument("--no-profile", action="store_true", help="skip the cProfile pass of each hot path")
-    ap.add_argument("--render", action="store_true", help="only re-render summary.md from --out/summary.json")
+    ap.add_argument("--render", action="store_true", help="only re-render the Markdown from the JSON in --out")
+    ap.add_argument("--name", help="file stem in --out (default: summary for small, summary_<size> otherwise)")
     args = ap.parse_args(argv)
+    stem = args.name or ("summary" if args.size == "small" else f"summary_{args.size}")
     if args.render:
         out = Path(args.out)
-        data = json.loads((out / "summary.json").read_text())
+        data = json.loads((out / f"{stem}.json").read_text())
         data["targets"] = targets(data["results"])
-        write_json(out / "summary.json", data)
-        (out / "summary.md").write_text(to_markdown(data))
+        write_json(out / f"{stem}.json", data)
+        (out / f"{stem}.md").write_text(to_markdown(data))
         return 0
     only = [x.strip().upper() for x in args.only.split(",") if x.strip()]
     unknown = set(only) - set(ALL)
@@ -201,8 +205,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     summary["targets"] = targets(summary["results"])
     out = Path(args.out)
-    write_json(out / "summary.json", summary)
-    (out / "summary.md").write_text(to_markdown(summary))
+    write_json(out / f"{stem}.json", summary)
+    (out / f"{stem}.md").write_text(to_markdown(summary))
     print(to_markdown(summary))
     return 0
 

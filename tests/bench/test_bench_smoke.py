@@ -25,8 +25,8 @@ def _positive(x: Any) -> bool:
 def summary_no_spark(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     out = tmp_path_factory.mktemp("bench-out")
     assert bench_run.main(["--size", "tiny", "--only", "B1,B2,B3,B4", "--out", str(out)]) == 0
-    data = json.loads((out / "summary.json").read_text())
-    data["_md"] = (out / "summary.md").read_text()
+    data = json.loads((out / "summary_tiny.json").read_text())
+    data["_md"] = (out / "summary_tiny.md").read_text()
     return data
 
 
@@ -125,7 +125,7 @@ def test_b5_spark_and_cluster(tmp_path: Path) -> None:
     pytest.importorskip("pyspark")
     out = tmp_path / "out"
     assert bench_run.main(["--size", "tiny", "--only", "B5,CLUSTER", "--out", str(out), "--no-profile"]) == 0
-    r = json.loads((out / "summary.json").read_text())["results"]
+    r = json.loads((out / "summary_tiny.json").read_text())["results"]
     assert r["B5"]["readers"]["spark"]["status"] == "ok"
     assert all(r["B5"]["equal_to_hudi_rs"].values())
     c = r["CLUSTER"]
