@@ -11,6 +11,8 @@ ingested (10 deltacommits, keys updated ~4x each, 5 % late events); every repeat
 
 Reported: medians (min, max) of the repeats, log rows/s, the ratios to the floor and to hudi-rs, bytes rewritten
 (base files + links) of partial vs full, and the peak resident-set growth of every merge task against its slice.
+The process CPU time of each run is recorded too (``cpu_ratios``, for information: on a shared machine other
+processes' load moves wall-clock times much more than CPU times).
 """
 
 from __future__ import annotations
@@ -257,6 +259,7 @@ def run_b3(root: Path, rows: int = 200_000, n_batches: int = 10, repeat: int = M
     src_bytes = _tree_bytes(root / "src")
     hudi_read = _hudi_rs_read(root / "src")
     times: dict[str, list[float]] = {k: [] for k in ("partial", "full", "floor_partial", "floor_full", "hudi_rs")}
+    cpu: dict[str, list[float]] = {k: [] for k in times}
     last: dict[str, Any] = {}
     mem: dict[str, list[dict[str, Any]]] = {"partial": [], "full": []}
     link_mode = "copy"
@@ -276,20 +279,27 @@ def run_b3(root: Path, rows: int = 200_000, n_batches: int = 10, repeat: int = M
             ops = _floor_ops(t, c.instant)
             probe: list[dict[str, Any]] = []
             gc.collect()
+            cpu_start = time.process_time()
             with task_memory_probe(probe):
                 res = run_compaction(t, c.instant)
+            cpu[name].append(time.process_time() - cpu_start)
             times[name].append(res.duration_s)
             written = _rows_written(t, res.base_files_written)
             gc.collect()
+            cpu_start = time.process_time()
             times[f"floor_{name}"].append(strict_floor(t, ops, written, root / "floor_out"))
+            cpu[f"floor_{name}"].append(time.process_time() - cpu_start)
             link_target_bytes = sum(t.storage.size(x.target_path) for x in c.links) if c.links else 0
             last[name] = {"res": res, "records": sum(o.records for o in ops), "link_target_bytes": link_target_bytes}
             if i == repeat - 1:
                 mem[name] = probe
         if hudi_read is not None:
+            cpu_start = time.process_time()
             seconds, _ = _timed_call(hudi_read)
             times["hudi_rs"].append(seconds)
+            cpu["hudi_rs"].append(time.process_time() - cpu_start)
     med = {k: spread(v) for k, v in times.items() if v}
+    cmed = {k: spread(v).median for k, v in cpu.items() if v}
     res_p, res_f = last["partial"]["res"], last["full"]["res"]
     rec_p, rec_f = last["partial"]["records"], last["full"]["records"]
     link_written = 0 if link_mode == "symlink" else last["partial"]["link_target_bytes"]
@@ -352,6 +362,12 @@ def run_b3(root: Path, rows: int = 200_000, n_batches: int = 10, repeat: int = M
             "partial_bytes / full_bytes": round(partial_bytes / res_f.bytes_written, 3),
             "partial_s / full_s": ratio(med["partial"].median, med["full"].median, 3),
         },
+        "cpu_ratios": {
+            "partial_cpu_s / floor_cpu_s": ratio(cmed["partial"], cmed["floor_partial"]),
+            "full_cpu_s / floor_cpu_s": ratio(cmed["full"], cmed["floor_full"]),
+            "full_cpu_s / hudi_rs_read_cpu_s": ratio(cmed["full"], cmed.get("hudi_rs")),
+        },
+        "cpu_s": {k: round(v, 3) for k, v in cmed.items()},
         "task_memory": mem,
         "target": {"max_ratio_to_floor": 1.3},
     }

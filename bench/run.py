@@ -405,6 +405,9 @@ def to_markdown(s: dict[str, Any]) -> str:
             "",
             "Ratios (of medians): " + ", ".join(f"`{k}` = {v}" for k, v in b["ratios"].items()),
             "",
+            "CPU-time ratios (medians of the process CPU time, for information): "
+            + ", ".join(f"`{k}` = {v}" for k, v in b.get("cpu_ratios", {}).items()),
+            "",
             "Peak memory per task of the last repeat (resident-set growth during the task) against the bytes of its "
             "input slice:",
             "",

@@ -94,6 +94,8 @@ def test_b3(summary_no_spark: dict[str, Any]) -> None:
         assert len(timing["all_s"]) == b["repeats"]
     for k in ("partial_s / floor_s", "full_s / floor_s", "partial_bytes / full_bytes", "partial_s / full_s"):
         assert _positive(b["ratios"][k])
+    for k in ("partial_cpu_s / floor_cpu_s", "full_cpu_s / floor_cpu_s"):
+        assert _positive(b["cpu_ratios"][k])
     if b["hudi_rs_read"].get("median_s") is not None:
         assert _positive(b["ratios"]["full_s / hudi_rs_read_s"])
     tasks = b["task_memory"]["full"]
