@@ -93,6 +93,9 @@ def run(workdir: Path, rows: int = 200_000, n_batches: int = 10, repeat: int = 3
         "results_equal": equal,
         "rows_expected": expected,
         "ratios": {"snapshot_s / ro_s": ratio(snap.median_s, ro.median_s, 2)},
+        "cpu_ratios": {
+            "snapshot_cpu_s / ro_cpu_s": ratio(snap.to_dict().get("cpu_median_s"), ro.to_dict().get("cpu_median_s"), 2)
+        },
         "target": {"ro_speedup_vs_snapshot_min": 3.0},
     }
 

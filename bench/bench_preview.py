@@ -101,20 +101,27 @@ def run(sizes: tuple[int, ...] = (1_000, 10_000, 100_000), repeats: int = MIN_RE
             firsts: list[float] = []
             totals: list[float] = []
             recompute: list[float] = []
+            cpu_totals: list[float] = []
+            cpu_recompute: list[float] = []
             model: Any = None
             for _ in range(max(1, repeats)):
                 strategy = EventTimeBasedCompactionStrategy(threshold=START_MS + 10 * DAY_MS)
                 model = None
                 gc.collect()
+                cpu_start = time.process_time()
                 started = time.perf_counter()
                 model = PreviewModel(given, strategy, now_ms=START_MS + 60 * DAY_MS)
                 built = time.perf_counter()
                 model.preview()
                 done = time.perf_counter()
+                cpu_totals.append(time.process_time() - cpu_start)
                 builds.append((built - started) * 1000)
                 firsts.append((done - built) * 1000)
                 totals.append(done - started)
-                recompute += [_ms(lambda m=model, t=t: m.set_threshold(t)) for t in thresholds]
+                for t in thresholds:
+                    cpu_start = time.process_time()
+                    recompute.append(_ms(lambda m=model, t=t: m.set_threshold(t)))
+                    cpu_recompute.append((time.process_time() - cpu_start) * 1000)
             # The scalar rule over Python objects, for the ratio (and a last agreement check).
             t = thresholds[-1]
             started = time.perf_counter()
@@ -138,6 +145,9 @@ def run(sizes: tuple[int, ...] = (1_000, 10_000, 100_000), repeats: int = MIN_RE
                     "threshold_change_ms_min": round(rc.min, 2),
                     "threshold_change_ms_max": round(rc.max, 2),
                     "scalar_prefix_only_ms": round(scalar_ms, 2),
+                    # Process CPU time, for information: the load of other processes moves it far less.
+                    "preview_cpu_s": round(spread(cpu_totals).median, 4),
+                    "threshold_change_cpu_ms_median": round(spread(cpu_recompute).median, 2),
                 }
             )
     return out

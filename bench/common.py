@@ -100,18 +100,24 @@ class Measured:
     min_s: float
     all_s: tuple[float, ...]
     result: Any = field(default=None, compare=False)
+    cpu_s: tuple[float, ...] = ()
 
     @property
     def max_s(self) -> float:
         return max(self.all_s)
 
     def to_dict(self) -> dict[str, Any]:
-        return spread(self.all_s).to_dict()
+        out = spread(self.all_s).to_dict()
+        if self.cpu_s:
+            # This process's CPU time (threads included, other processes not): steadier than the wall clock on a
+            # shared machine, and the whole cost of work done in-process.
+            out["cpu_median_s"] = round(statistics.median(self.cpu_s), 6)
+        return out
 
     @classmethod
-    def of(cls, times: Sequence[float], result: Any = None) -> Measured:
+    def of(cls, times: Sequence[float], result: Any = None, cpu: Sequence[float] = ()) -> Measured:
         """From timings taken elsewhere (e.g. interleaved repeats of several methods)."""
-        return cls(statistics.median(times), min(times), tuple(times), result)
+        return cls(statistics.median(times), min(times), tuple(times), result, tuple(cpu))
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,11 +150,14 @@ def measure(fn: Callable[[], Any], repeat: int = MIN_REPEAT, warmup: int = 1) ->
     for _ in range(warmup):
         fn()
     times: list[float] = []
+    cpu: list[float] = []
     out: Any = None
     for _ in range(max(1, repeat)):
+        cpu_start = time.process_time()
         seconds, out = timed(fn)
+        cpu.append(time.process_time() - cpu_start)
         times.append(seconds)
-    return Measured.of(times, out)
+    return Measured.of(times, out, cpu)
 
 
 def ratio(a: float | None, b: float | None, digits: int = 2) -> float | None:

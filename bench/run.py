@@ -360,18 +360,20 @@ def to_markdown(s: dict[str, Any]) -> str:
             "",
             "`preview` = build the model + first preview (median [min – max] of the repeats); `recompute` = "
             "`PreviewModel.set_threshold` (what the slider does) at 7 thresholds in every repeat. Input `columnar`: "
-            "the `SliceSet` the table's facts arrive in; `objects`: a list of `SliceInfo` records.",
+            "the `SliceSet` the table's facts arrive in; `objects`: a list of `SliceInfo` records. The CPU columns are "
+            "the process CPU time (medians), which other processes' load moves far less than wall-clock times.",
             "",
-            "| log files | slices | input | build model | first preview | preview [min – max] | recompute median "
-            "| recompute max |",
-            "|---:|---:|---|---:|---:|---:|---:|---:|",
+            "| log files | slices | input | build model | first preview | preview [min – max] | preview CPU "
+            "| recompute median | recompute max | recompute CPU |",
+            "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for x in r["B2"]["sizes"]:
             lines.append(
                 f"| {x['log_files']:,} | {x['slices']:,} | {x.get('input', 'objects')} | {x['build_model_ms']} ms | "
                 f"{x['first_preview_ms']} ms | {x.get('preview_s', 'n/a')} s [{x.get('preview_s_min', '')} – "
-                f"{x.get('preview_s_max', '')}] | {x['threshold_change_ms_median']} ms | "
-                f"{x['threshold_change_ms_max']} ms |"
+                f"{x.get('preview_s_max', '')}] | {x.get('preview_cpu_s', 'n/a')} s | "
+                f"{x['threshold_change_ms_median']} ms | {x['threshold_change_ms_max']} ms | "
+                f"{x.get('threshold_change_cpu_ms_median', 'n/a')} ms |"
             )
     if "B3" in r and "status" not in r["B3"]:
         b = r["B3"]
@@ -437,7 +439,8 @@ def to_markdown(s: dict[str, Any]) -> str:
             f"| snapshot | {_spread(b['snapshot'])} | {b['snapshot']['rows']:,} |",
             "",
             f"Results equal row for row: **{b['results_equal']}** (expected {b['rows_expected']:,} events ≤ T). "
-            f"`snapshot_s / ro_s` = {b['ratios']['snapshot_s / ro_s']}.",
+            f"`snapshot_s / ro_s` = {b['ratios']['snapshot_s / ro_s']}; CPU-time ratio (for information) "
+            f"{b.get('cpu_ratios', {}).get('snapshot_cpu_s / ro_cpu_s')}.",
         ]
     if "B5" in r and "status" not in r["B5"]:
         b = r["B5"]
@@ -449,6 +452,9 @@ def to_markdown(s: dict[str, Any]) -> str:
             else:
                 lines.append(f"| {k} | {v.get('status')} | | {v.get('note', '')} |")
         lines += ["", "Ratios: " + ", ".join(f"`{k}` = {v}" for k, v in b["ratios"].items())]
+        if b.get("cpu_ratios"):
+            lines += ["", "CPU-time ratio (for information): "
+                      + ", ".join(f"`{k}` = {v}" for k, v in b["cpu_ratios"].items())]  # fmt: skip
     if "CLUSTER" in r and "status" not in r["CLUSTER"]:
         c = r["CLUSTER"]
         files = sorted({x["evt_toolkit_file"] for x in c["cluster"]["executor_python_processes"]})
