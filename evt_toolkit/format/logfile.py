@@ -92,6 +92,7 @@ class HeaderKey(enum.IntEnum):
 
 
 _HEADER_KEYS = {k.value: k for k in HeaderKey}
+_MIN_EVENT_TIME = HeaderKey.MIN_EVENT_TIME
 _BLOCK_TYPES = {t.value: t for t in BlockType}
 _DATA_BLOCK_TYPES = frozenset({BlockType.AVRO_DATA, BlockType.PARQUET_DATA, BlockType.HFILE_DATA, BlockType.CDC_DATA})
 
@@ -171,9 +172,11 @@ class LogBlock:
         Raises:
             LogFormatError: the header is present but not a plain decimal integer.
         """
-        raw = self.header.get(HeaderKey.MIN_EVENT_TIME)
+        raw = self.header.get(_MIN_EVENT_TIME)
         if raw is None:
             return None
+        if raw.isdigit() and raw.isascii():  # what this toolkit writes: plain ASCII digits
+            return int(raw)
         text = raw.strip()
         digits = text[1:] if text[:1] == "-" else text
         # int() alone would also accept "1_000", " +5" and non-ASCII digits; the header format is stricter.
