@@ -88,8 +88,13 @@ NON_PARTITIONED_NAME = "."
 PARTITION_LIST = 1
 FILE_LIST = 2
 #: The five ``_hoodie_*`` fields the HFile-block writer schema carries in front of ``key``.
-_META_FIELDS = ("_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key", "_hoodie_partition_path",
-                "_hoodie_file_name")  # fmt: skip
+_META_FIELDS = (
+    "_hoodie_commit_time",
+    "_hoodie_commit_seqno",
+    "_hoodie_record_key",
+    "_hoodie_partition_path",
+    "_hoodie_file_name",
+)
 #: ``WriteOperationType.UPSERT_PREPPED``: how every metadata-table deltacommit after initialisation is recorded.
 MDT_OPERATION = "UPSERT_PREPPED"
 
