@@ -371,8 +371,8 @@ def sync_files_partition(
         table: the data table (version 8 or 9).
         instant: the data instant's requested time; the metadata deltacommit gets the same time.
         added: partition path (``""`` when not partitioned) → file name → size in bytes, every file the instant
-            created: log files, base files, a compaction's carry-over logs and links (a symlink counts with the size
-            storage reports for it).
+            created: log files, base files, a compaction's carry-over logs and links (sizes as storage reports them,
+            positive).
         deleted: partition path → names of the files the instant deleted (a clean).
         partitions_deleted: partitions the instant removed entirely (a clean of a whole partition).
         drop_unmaintained: drop the index partitions the toolkit does not maintain first (Hudi does this when a

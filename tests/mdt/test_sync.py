@@ -282,3 +282,69 @@ def test_paths_in_records_are_file_names(tmp_path: Path) -> None:
     assert partition in listing.partitions
     for n in files:
         assert n in listing.files[partition] and posixpath.basename(n) == n
+
+
+def _log_only_group(path: Path) -> tuple[str, str]:
+    """A deltacommit that creates a file group with a log file and no base file (what bucket-index writes do)."""
+    import json
+
+    import pyarrow as pa
+
+    from evt_toolkit.format.log_writer import encode_avro_data_block, with_meta_fields
+
+    t, change = start_deltacommit(path)
+    s = next(s for s in t.view.latest_file_slices() if s.base_file is not None)
+    assert s.base_file is not None
+    key = t.config.record_key_fields[0]
+    rows = pq.read_table(t.storage.full_path(s.base_file.path)).slice(0, 1)
+    for col, value in (
+        (key, "log-only-1"),
+        ("_hoodie_record_key", "log-only-1"),
+        ("_hoodie_commit_time", change.instant),
+    ):
+        rows = rows.set_column(rows.column_names.index(col), col, pa.array([value]))
+    block = encode_avro_data_block(rows, with_meta_fields(json.loads(change.extra["schema"])), change.instant)
+    fid = "7e7e7e7e-0000-4000-8000-000000000001-0"
+    name = f".{fid}_{change.instant}.log.1_0-0-0"
+    t.storage.put_if_absent(posixpath.join(s.partition_path, name), block)
+    change.added = {s.partition_path: {name: len(block)}}
+    change.stats = {
+        s.partition_path: [
+            {
+                "fileId": fid,
+                "path": posixpath.join(s.partition_path, name),
+                "prevCommit": change.instant,
+                "numWrites": 1,
+                "partitionPath": s.partition_path,
+                "fileSizeInBytes": len(block),
+                "totalWriteBytes": len(block),
+                "logVersion": 1,
+                "baseFile": "",
+                "logFiles": [name],
+            }
+        ]
+    }
+    sync_files_partition(t, change.instant, added=change.added)
+    complete(t, change)
+    return fid, key
+
+
+def test_log_only_file_groups_are_listed(tmp_path: Path) -> None:
+    path = copy_fixture("mor_v9_txns_simple_meta", tmp_path)
+    fid, key = _log_only_group(path)
+    assert mdt_files(path) == committed_files(path)
+    assert any(fid in name for _, name in our_latest_slices(path))
+    assert "log-only-1" in ours_read(path)[key].to_pylist()
+    assert "log-only-1" in rs_read(without_mdt(path, tmp_path / "no-mdt"))[key].to_pylist()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="hudi-rs 0.5 builds file groups from the metadata table's files partition only for groups with a base "
+    "file (file_group/builder.rs file_groups_from_files_partition_records), so a log-only group listed there is "
+    "dropped; Java lists it. Storage listing (no metadata table) reads it.",
+)
+def test_hudi_rs_lists_log_only_file_groups_through_the_metadata_table(tmp_path: Path) -> None:
+    path = copy_fixture("mor_v9_txns_simple_meta", tmp_path)
+    fid, _ = _log_only_group(path)
+    assert any(fid in name for _, name in rs_slices(path))
