@@ -22,7 +22,8 @@ its instant is a completed data instant, or a completed metadata deltacommit who
 back the metadata deltacommit ``t`` too, or once ``t`` is no longer pending the metadata table would list files
 that no longer exist. As ``HoodieBackedTableMetadataWriter.update(HoodieRollbackMetadata)`` does on v8+: a rollback
 instant in the metadata timeline with the data rollback's time, the files named ``t`` deleted, ``t``'s timeline
-files removed (the fixture ``mor_v9_nonpartitioned_rollback`` shows each piece).
+files removed (the fixture ``mor_v9_nonpartitioned_rollback`` shows each piece). A rollback interrupted by a crash is
+finished by calling it again, or by the next sync (:func:`finish_pending_rollbacks`).
 
 **Dropping indexes** (:func:`drop_unmaintained_partitions`): ``column_stats``, ``partition_stats``,
 ``record_index``, ``bloom_filters`` go the way ``HoodieTable.deleteMetadataIndexIfNecessary`` removes an index a
@@ -69,6 +70,7 @@ from evt_toolkit.format.mdt import (
     partition_list_record,
     without_index_definitions,
 )
+from evt_toolkit.format.metadata import read_avro_container
 from evt_toolkit.format.names import DEFAULT_WRITE_TOKEN, BaseFileName, InstantFileName, LogFileName
 from evt_toolkit.format.properties import HOODIE_PROPERTIES, HOODIE_PROPERTIES_BACKUP, dump_properties
 from evt_toolkit.table.config import load_table_config
@@ -86,6 +88,7 @@ __all__ = [
     "MetadataCommit",
     "MetadataRollback",
     "drop_unmaintained_partitions",
+    "finish_pending_rollbacks",
     "rollback_metadata_instant",
     "sync_files_partition",
 ]
@@ -231,7 +234,6 @@ def drop_unmaintained_partitions(table: Table, *, dry_run: bool = False) -> Drop
     deleted too.
 
     Raises:
-        MetadataTableError: the table has no metadata table this toolkit can maintain.
         PendingTableServiceError: an ``indexing`` instant is pending on the data table (an indexer is building a
             partition).
     """
@@ -278,21 +280,27 @@ def drop_unmaintained_partitions(table: Table, *, dry_run: bool = False) -> Drop
 
 
 def _rollback(table: Table, mdt: MetadataTable, instant: str, rollback_instant: str) -> MetadataRollback:
+    """Roll back metadata instant ``instant`` under rollback instant ``rollback_instant``; resumable: a rollback
+    interrupted at any step is finished by calling this again with the same two instants."""
     storage = table.storage
     target = mdt.instant(instant)
-    if target is None:
+    previous = mdt.instant(rollback_instant)
+    if previous is not None and previous.is_completed:
         return MetadataRollback(rollback_instant, instant, ())
-    action = "deltacommit" if target.action in ("deltacommit", "logcompaction") else target.action
+    action = "deltacommit" if target is None or target.action in ("deltacommit", "logcompaction") else target.action
     files = _files_named(table, mdt, instant)
     full = {p: [storage.full_path(f) for f in fs] for p, fs in files.items()}
     started = time.monotonic()
     timeline = mdt.timeline_path
     requested = posixpath.join(timeline, InstantFileName(rollback_instant, "rollback", "REQUESTED").name)
     inflight = posixpath.join(timeline, InstantFileName(rollback_instant, "rollback", "INFLIGHT").name)
-    storage.put_if_absent(requested, encode_rollback_plan(instant, action, full))
-    storage.put_if_absent(inflight, b"")
+    if not storage.exists(requested):
+        storage.put_if_absent(requested, encode_rollback_plan(instant, action, full))
+    if not storage.exists(inflight):
+        storage.put_if_absent(inflight, b"")
+    target_files = target.files if target is not None else ()
     # The completed file goes first ("revert to inflight"): from then on no reader counts the files named ``instant``.
-    for rel in target.files:
+    for rel in target_files:
         parsed = InstantFileName.parse(rel.rsplit("/", 1)[-1])
         if parsed is not None and parsed.state == "COMPLETED":
             storage.delete_file(rel)
@@ -305,7 +313,7 @@ def _rollback(table: Table, mdt: MetadataTable, instant: str, rollback_instant: 
                 continue
             deleted.append(rel)
     storage.delete_dir(f"{METADATA_FOLDER}/.hoodie/.temp/{instant}")
-    for rel in target.files:
+    for rel in target_files:
         if storage.exists(rel):
             storage.delete_file(rel)
     elapsed = int((time.monotonic() - started) * 1000)
@@ -317,12 +325,47 @@ def _rollback(table: Table, mdt: MetadataTable, instant: str, rollback_instant: 
     return MetadataRollback(rollback_instant, instant, tuple(sorted(deleted)))
 
 
+def _pending_rollback_target(table: Table, mdt: MetadataTable, rollback_instant: str) -> str | None:
+    """The instant a pending metadata-table rollback's plan names (``instantToRollback.commitTime``)."""
+    inst = mdt.instant(rollback_instant)
+    if inst is None or inst.is_completed or inst.action != "rollback":
+        return None
+    requested = next((f for f in inst.files if f.endswith(".rollback.requested")), None)
+    if requested is None:
+        return None
+    data = table.storage.read_bytes(requested)
+    plan = read_avro_container(data, table.storage.full_path(requested)) if data else {}
+    target = (plan.get("instantToRollback") or {}).get("commitTime")
+    return str(target) if target else None
+
+
+def finish_pending_rollbacks(table: Table) -> tuple[MetadataRollback, ...]:
+    """Finish every metadata-table rollback an interrupted operation left pending (its plan names what to roll back),
+    as Hudi re-executes a pending rollback before anything else."""
+    mdt = load_metadata_table(table)
+    if mdt is None or mdt.table_version is None:
+        return ()
+    done: list[MetadataRollback] = []
+    for inst in mdt.instants:
+        if inst.action == "rollback" and not inst.is_completed:
+            target = _pending_rollback_target(table, mdt, inst.time)
+            if target is not None:
+                done.append(_rollback(table, mdt, target, inst.time))
+                refreshed = load_metadata_table(table)
+                assert refreshed is not None
+                mdt = refreshed
+    return tuple(done)
+
+
 def rollback_metadata_instant(
     table: Table, instant: str, rollback_instant: str | None = None
 ) -> MetadataRollback | None:
     """Roll back the metadata-table instant ``instant`` (pending or completed), as the data table's rollback of
     ``instant`` must — call it from a data-table rollback or unschedule of ``instant`` **before** that instant's
     own timeline files are removed (Hudi writes the metadata rollback before completing the data rollback).
+
+    Resumable: a data rollback resumed after a crash calls it again with the same ``rollback_instant`` and the
+    metadata rollback is finished where it stopped.
 
     Args:
         table: the data table.
@@ -331,10 +374,14 @@ def rollback_metadata_instant(
             when not given).
 
     Returns:
-        What was rolled back, or ``None`` when the table has no metadata table or it holds no instant ``instant``.
+        What was rolled back, or ``None`` when the table has no metadata table, or it holds neither instant
+        ``instant`` nor a pending rollback ``rollback_instant`` of it.
     """
     mdt = load_metadata_table(table)
-    if mdt is None or mdt.table_version is None or mdt.instant(instant) is None:
+    if mdt is None or mdt.table_version is None:
+        return None
+    resuming = rollback_instant is not None and _pending_rollback_target(table, mdt, rollback_instant) == instant
+    if mdt.instant(instant) is None and not resuming:
         return None
     return _rollback(table, mdt, instant, rollback_instant or _new_time(table, mdt))
 
@@ -391,6 +438,10 @@ def sync_files_partition(
     mdt = load_metadata_table(table)
     if mdt is None:
         return None
+    if any(i.action == "rollback" and not i.is_completed for i in mdt.instants):
+        finish_pending_rollbacks(table)
+        mdt = load_metadata_table(table)
+        assert mdt is not None
     support = metadata_table_support(table, mdt)
     if not support.maintainable:
         raise MetadataTableError(

@@ -412,7 +412,8 @@ def metadata_table_support(table: Table, mdt: MetadataTable | None = None) -> Me
 
     Maintainable means: table version 8 or 9 with ``files`` ready; ``.hoodie/metadata`` of the same version on
     timeline layout 2 with HFile base files; no partition being built by an async indexer
-    (``…partitions.inflight``); no pending MDT compaction, log compaction or clean; no pending MDT deltacommit
+    (``…partitions.inflight``); no pending MDT compaction, log compaction or clean (a pending MDT rollback is
+    finished by the sync); no pending MDT deltacommit
     whose data instant is not itself a pending (failed or running) write; a ``files`` slice with a base HFile and
     only the ``files-0000-0`` file group.
     """
@@ -447,7 +448,8 @@ def metadata_table_support(table: Table, mdt: MetadataTable | None = None) -> Me
             reasons.append(f"{where} does not store HFile base files")
         data_pending = {i.time for i in table.timeline.instants if not i.is_completed}
         for inst in mdt.instants:
-            if inst.is_completed:
+            # A pending rollback is finished by the next sync or rollback (services/metadata_sync.py).
+            if inst.is_completed or inst.action == "rollback":
                 continue
             if inst.action != "deltacommit":
                 reasons.append(f"metadata-table {inst.action} {inst.time} is pending (let its writer finish it)")

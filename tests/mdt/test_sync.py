@@ -348,3 +348,44 @@ def test_hudi_rs_lists_log_only_file_groups_through_the_metadata_table(tmp_path:
     path = copy_fixture("mor_v9_txns_simple_meta", tmp_path)
     fid, _ = _log_only_group(path)
     assert any(fid in name for _, name in rs_slices(path))
+
+
+def test_an_interrupted_metadata_rollback_is_finished(tmp_path: Path) -> None:
+    from evt_toolkit.format.mdt import encode_rollback_plan
+
+    path = copy_fixture("mor_v9_txns_simple_meta", tmp_path)
+    timeline = path / ".hoodie/metadata/.hoodie/timeline"
+    # Killed right after writing its plan: nothing deleted yet.
+    t, change = start_deltacommit(path)
+    add_base_file(t, change)
+    sync_files_partition(t, change.instant, added=change.added)
+    log = path / f".hoodie/metadata/files/.files-0000-0_{change.instant}.log.1_0-0-0"
+    rollback = "29990101000000000"
+    plan = encode_rollback_plan(change.instant, "deltacommit", {"files": [str(log)]})
+    (timeline / f"{rollback}.rollback.requested").write_bytes(plan)
+    (timeline / f"{rollback}.rollback.inflight").write_bytes(b"")
+    assert metadata_table_support(Table.open(path)).maintainable
+    done = rollback_metadata_instant(Table.open(path), change.instant, rollback)
+    assert done is not None and not log.exists()
+    assert not list(timeline.glob(f"{change.instant}*")) and list(timeline.glob(f"{rollback}_*.rollback"))
+    # Killed after deleting, before completing: the next sync finishes it.
+    t, second = start_deltacommit(path)
+    add_base_file(t, second)
+    sync_files_partition(t, second.instant, added=second.added)
+    rollback2 = "29990101000000001"
+    rollback_metadata_instant(Table.open(path), second.instant, rollback2)
+    next(timeline.glob(f"{rollback2}_*.rollback")).unlink()
+    assert rollback_metadata_instant(Table.open(path), second.instant, rollback2) is not None
+    assert list(timeline.glob(f"{rollback2}_*.rollback"))
+    next(timeline.glob(f"{rollback2}_*.rollback")).unlink()
+    for partition, files in [*change.added.items(), *second.added.items()]:
+        for n in files:
+            (path / partition / n).unlink()
+    for f in (path / ".hoodie/timeline").glob("2*"):
+        if f.name.startswith((change.instant, second.instant)):
+            f.unlink()
+    deltacommit(path)
+    assert list(timeline.glob(f"{rollback2}_*.rollback")), "the sync finished the pending rollback first"
+    assert mdt_files(path) == committed_files(path)
+    assert rs_slices(path) == our_latest_slices(path)
+    _reads_agree(path, tmp_path)
