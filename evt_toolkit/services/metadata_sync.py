@@ -237,6 +237,7 @@ def drop_unmaintained_partitions(table: Table, *, dry_run: bool = False) -> Drop
         PendingTableServiceError: an ``indexing`` instant is pending on the data table (an indexer is building a
             partition).
     """
+    table.refresh()
     mdt = load_metadata_table(table)
     if mdt is None:
         return DropReport((), (), (), dry_run)
@@ -377,6 +378,7 @@ def rollback_metadata_instant(
         What was rolled back, or ``None`` when the table has no metadata table, or it holds neither instant
         ``instant`` nor a pending rollback ``rollback_instant`` of it.
     """
+    table.refresh()
     mdt = load_metadata_table(table)
     if mdt is None or mdt.table_version is None:
         return None
@@ -435,6 +437,8 @@ def sync_files_partition(
     """
     added = {p: dict(fs) for p, fs in (added or {}).items()}
     deleted = {p: list(fs) for p, fs in (deleted or {}).items()}
+    # The caller's timeline predates its own requested/inflight files; the trust rules need the current one.
+    table.refresh()
     mdt = load_metadata_table(table)
     if mdt is None:
         return None
