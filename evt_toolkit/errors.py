@@ -60,6 +60,11 @@ class MetadataDecodeError(TimelineError):
     """A commit/plan/clean/rollback metadata file cannot be decoded."""
 
 
+class MetadataTableError(EvtError):
+    """The metadata table (``.hoodie/metadata``) cannot be read or kept consistent: an HFile that does not decode,
+    a layout this toolkit does not write, a pending metadata-table instant; names the file or instant."""
+
+
 class ReadError(EvtError):
     """A read request is invalid (bad query type, time travel outside the timeline, unknown column, ...)."""
 

@@ -7,7 +7,8 @@ Decisions mirrored from Hudi (see ``hudi-format.md`` §8 and the hudi-rs notes):
   at ``C`` opens an empty slice at ``C`` for every file group in its plan, and a snapshot read merges that slice with
   the one before it (``getLatestMergedFileSlicesBeforeOrOn``). Base files written by a pending compaction are hidden.
 * Table versions 8 and 9 (layout 2): a log file's name carries the requested time of the deltacommit that wrote it;
-  it joins the slice with the greatest base instant ≤ the deltacommit's *completion* time.
+  it joins the slice with the greatest base instant ≤ the deltacommit's *completion* time, and within the slice
+  logs replay by that name instant (``LogFileComparator``), not by completion time.
 * Files written by instants that never completed are excluded (base files, and v8+ log files). On v6, log files of
   a committed slice stay listed and the reader skips their uncommitted blocks, as Java's log scanner does.
 * File groups replaced by a completed replacecommit are hidden.
@@ -284,11 +285,14 @@ class FileSystemView:
                 logs[target] = []
             logs[target].append(lf)
 
-        def log_order(lf: LogFile) -> tuple[str, int, str]:
-            return (completion_of(lf), lf.version, lf.write_token or "")
-
+        # Within a slice, logs replay in HoodieLogFile.LogFileComparator order — the instant in the name (the
+        # deltacommit's requested time), then version, write token, suffix — as Java's HoodieFileGroupReader
+        # (InputSplit) and hudi-rs (reader_v2 InputSplit) sort them. Completion time only picks the slice: two
+        # overlapping deltacommits replay by requested time even when the earlier one completed later.
         return [
-            FileSlice(b.partition_path, b.file_id, k, bases.get(k), tuple(sorted(logs.get(k, []), key=log_order)))
+            FileSlice(
+                b.partition_path, b.file_id, k, bases.get(k), tuple(sorted(logs.get(k, []), key=LogFile.sort_key))
+            )
             for k in slice_keys
         ]
 

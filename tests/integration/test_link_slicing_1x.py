@@ -10,9 +10,9 @@ Shown here:
 
 * while ``C`` is pending, the link is invisible (its name instant has not completed) and ``W`` is read after ``D2``;
 * once ``C`` completes, hudi-rs and our reader both put the base file and the link in slice ``C``;
-* completed with its real completion time (after ``W`` completed), the link replays *after* ``W`` in a reader that
-  orders a slice's logs by completion time (ours today answers ``v2``: older data overwrites newer), while hudi-rs —
-  like Java's ``HoodieFileGroupReader``, which sorts logs by the instant in their name — still answers ``v3``;
+* completed with its real completion time (after ``W`` completed), the link would replay *after* ``W`` in a reader
+  that ordered a slice's logs by completion time (older data overwriting newer); hudi-rs and our reader — like
+  Java's ``HoodieFileGroupReader`` — sort logs by the instant in their name and answer ``v3``;
 * completed with the completion time stamped equal to ``C`` (the design), every order puts the link first: ``v3``;
 * time travel to ``D2`` still reads the old slice (``v2``), to ``W`` reads ``v3``.
 
@@ -131,29 +131,25 @@ def test_where_a_link_named_with_the_compaction_instant_replays(tmp_path: Path, 
     (rs_slice,) = rs_table.get_file_slices()
     assert rs_slice.creation_instant_time == ids["C"] and rs_slice.base_file_name == ids["base"]
     assert sorted(rs_slice.log_file_names) == sorted(lf.name for lf in slice_.log_files)
+    # Both readers replay a slice's logs by the instant in their name (LogFileComparator), so the link (named C)
+    # replays before W whichever completion time C got; a completion-order reader would answer v2 for "real".
     name_instants = [lf.name.split("_")[1].split(".")[0] for lf in slice_.log_files]
+    assert name_instants == [ids["C"], w]
+    assert _rs_value(path) == _ours_value(path) == ["v3"]
     if stamp == "real":
-        # The link completed after W: completion-time replay puts the older data last; name order does not.
-        assert name_instants == [w, ids["C"]]
-        assert _ours_value(path) == ["v2"]
-        assert _rs_value(path) == ["v3"]
-    else:
-        assert name_instants == [ids["C"], w]
-        assert _rs_value(path) == _ours_value(path) == ["v3"]
+        completions = [t.refresh().timeline.completion_time(i) for i in (ids["C"], w)]
+        assert completions[0] is not None and completions[1] is not None and completions[0] > completions[1]
     # Time travel: the old slice at D2, the new one (and the same replay order) from W on.
     assert _rs_value(path, ids["D2"]) == _ours_value(path, ids["D2"]) == ["v2"]
-    assert _rs_value(path, w) == ["v3"]
-    assert _ours_value(path, w) == (["v2"] if stamp == "real" else ["v3"])
+    assert _rs_value(path, w) == _ours_value(path, w) == ["v3"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="our reader replays a slice's logs by completion time; hudi-rs (and Java's HoodieFileGroupReader, which "
-    "sorts logs by the instant in their name) replay overlapping deltacommits by requested time (docs/hudi-1x.md §4.1)",
-)
 @pytest.mark.parametrize("merge_mode", ["commit_time", "event_time"])
 def test_overlapping_deltacommits_replay_by_requested_time(tmp_path: Path, merge_mode: str) -> None:
-    """Non-blocking writers: ``W1`` requested before ``W2`` but completed after it, both updating ``a``."""
+    """Non-blocking writers: ``W1`` requested before ``W2`` but completed after it, both updating ``a``.
+
+    Java's ``HoodieFileGroupReader`` (``InputSplit`` sorts with ``HoodieLogFile.getLogFileComparator``) and hudi-rs
+    (``reader_v2`` ``InputSplit``) replay by the instant in the log's name, so ``W2`` wins; so does our reader."""
     path = tmp_path / "t"
     t = evt.HudiTable.create(path, "o", "id", ordering_field="ts", buckets=1, table_version=9, merge_mode=merge_mode)
     t.write(_row("v1"))
@@ -164,5 +160,7 @@ def test_overlapping_deltacommits_replay_by_requested_time(tmp_path: Path, merge
     (f2,) = timeline.glob(f"{w2}_*.deltacommit")
     c2 = f2.name.split("_")[1].split(".")[0]
     f1.rename(timeline / f"{w1}_{new_instant_time([c2], 'UTC')}.deltacommit")
+    (slice_,) = evt.HudiTable.open(path).view.latest_file_slices()
+    assert [lf.name.split("_")[1].split(".")[0] for lf in slice_.log_files][-2:] == [w1, w2]
     assert _rs_value(path) == ["w2"]
     assert _ours_value(path) == _rs_value(path)
