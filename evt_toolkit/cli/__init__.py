@@ -20,6 +20,7 @@ command                what                                                     
 ``metrics``            the RFC's metrics and RO freshness, Prometheus text           -
 ``clean run|show``     clean with Hudi's policies (dry run unless --yes); cleans     ``cleans run``, ``cleans show``
 ``rollback``           roll back a failed write or an inflight compaction            ``commit rollback``
+``metadata show|disable``  the metadata table; disable it as Hudi does (dry run)     ``metadata delete``
 ``demo build|synthetic``  build the demo tables (a plug-in from evt_toolkit.demo)    -
 =====================  ==========================================================  ==============================
 

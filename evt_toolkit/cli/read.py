@@ -1,9 +1,8 @@
 """``evt read``: query a table (snapshot, read-optimized, incremental, time travel) and print the first rows.
 
-``--limit N`` streams: the latest snapshot and the read-optimized view are read one file slice at a time and reading
-stops once N rows are in hand, so ``evt read big_table --limit 5`` costs one slice, not the table. Incremental reads
-and time travel read the table through :meth:`HudiTable.read` (they need the whole window to decide which version of
-a record is the latest), then print the first N rows.
+``--limit N`` streams: every query type is planned as :meth:`HudiTable.read` plans it, then read one file slice at a
+time, and reading stops once N rows are in hand, so ``evt read big_table --limit 5`` costs one slice, not the
+table.
 
 ``--json`` prints a JSON array written row by row, so ``evt read t --json --limit 0 | head`` ends quietly.
 """
@@ -25,35 +24,6 @@ if TYPE_CHECKING:
 __all__ = ["iter_batches", "register"]
 
 
-def _slice_batches(t: HudiTable, query_type: str, columns: Sequence[str] | None) -> Iterator[pa.Table]:
-    """The latest snapshot or RO view, one file slice at a time, in the table's schema.
-
-    This reads the slices the way :meth:`HudiTable.read` does (the same reader, context and slice merge), only one at
-    a time; it is the one place of the command line that uses the reader below the facade.
-    """
-    from evt_toolkit.errors import ReadError
-    from evt_toolkit.read.query import TableReader
-    from evt_toolkit.read.slice_reader import read_base_file, read_file_slice
-
-    reader = TableReader(t.storage, t.config, t.timeline, t.view)
-    last = t.timeline.last_completed_commit()
-    # As HudiTable.read: a snapshot merges logs up to the last commit; base files need no query instant.
-    ctx = reader._context(last.time if last is not None and query_type == "snapshot" else None)
-    wanted = list(columns) if columns else None
-    if wanted:
-        missing = [c for c in wanted if c not in ctx.schema.names]
-        if missing:
-            raise ReadError(f"unknown column(s) {missing}; {t.path} has {ctx.schema.names}")
-    if query_type == "snapshot":
-        if last is None:
-            return
-        parts: Iterator[pa.Table] = (read_file_slice(ctx, s) for s in t.view.latest_merged_file_slices(None))
-    else:
-        parts = (read_base_file(ctx, b) for b in t.view.latest_base_files(None))
-    for part in parts:
-        yield part.select(wanted) if wanted else part
-
-
 def iter_batches(
     t: HudiTable,
     query_type: str = "snapshot",
@@ -63,11 +33,24 @@ def iter_batches(
     end: str | None = None,
     columns: Sequence[str] | None = None,
 ) -> Iterator[pa.Table]:
-    """A query's rows as Arrow tables, one file slice at a time where the query allows it (see the module notes)."""
-    if query_type in ("snapshot", "read_optimized") and as_of is None:
-        yield from _slice_batches(t, query_type, columns)
-        return
-    yield t.read(query_type, as_of=as_of, begin=begin, end=end, columns=columns)
+    """A query's rows as Arrow tables, one planned file slice at a time.
+
+    The plan is the reader's own (:func:`evt_toolkit.read.plan.plan_query`: the same slices, retention checks and
+    incremental window as :meth:`HudiTable.read`); only the reading is spread out, so a caller that stops early
+    never reads the rest.
+    """
+    from evt_toolkit.errors import ReadError
+    from evt_toolkit.read.plan import plan_query, read_planned
+
+    plan = plan_query(t, query_type, as_of=as_of, begin=begin, end=end)
+    wanted = list(columns) if columns else None
+    if wanted:
+        missing = [c for c in wanted if c not in plan.spec.schema.names]
+        if missing:
+            raise ReadError(f"unknown column(s) {missing}; {t.path} has {plan.spec.schema.names}")
+    for r in plan.reads:
+        part = read_planned(plan.spec, r, t.storage)
+        yield part.select(wanted) if wanted else part
 
 
 def _rows(batches: Iterator[pa.Table], limit: int) -> Iterator[dict[str, Any]]:

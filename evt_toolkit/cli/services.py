@@ -1,7 +1,8 @@
-"""``evt clean run|show`` and ``evt rollback``: table services from the command line (hudi-cli's ``cleans run``,
-``cleans show`` and ``commit rollback``; Spark SQL's ``call run_clean`` and ``call rollback_to_instant``).
+"""``evt clean run|show``, ``evt rollback`` and ``evt metadata show|disable``: table services from the command line
+(hudi-cli's ``cleans run``, ``cleans show``, ``commit rollback`` and ``metadata delete``; Spark SQL's
+``call run_clean`` and ``call rollback_to_instant``).
 
-Both change the table, so both are dry runs unless ``--yes``: ``clean run`` lists the exact files the real run
+All three change the table, so all are dry runs unless ``--yes``: ``clean run`` lists the exact files the real run
 would delete (the cleaner never deletes a file a live link or a pending plan needs), ``rollback`` names the instant,
 its action and state. Cleans and rollbacks write Hudi's own instants (``clean.requested`` → ``.inflight`` →
 ``clean``; ``rollback``), so stock tools see them.
@@ -208,6 +209,55 @@ def cmd_rollback(args: argparse.Namespace, out: Output) -> int:
     return 0
 
 
+def cmd_metadata_show(args: argparse.Namespace, out: Output) -> int:
+    """``evt metadata show``: whether the table has a metadata table."""
+    t = open_table(args)
+    mt = t.metadata_table
+    exists, partitions = mt.exists(), list(mt.partitions())
+    if args.json:
+        out.json({"table": t.path, "metadata_table": exists, "partitions": partitions})
+        return 0
+    if not exists:
+        out.line(f"{t.config.name} has no metadata table: the toolkit can write it")
+        return 0
+    out.fields(
+        f"Metadata table of {t.config.name}",
+        [
+            ("partitions", ", ".join(partitions) or "- (none ready; .hoodie/metadata exists)"),
+            ("writes by this toolkit", "refused: it does not maintain a metadata table"),
+            ("way out", f"evt metadata disable {args.table} --yes (as hoodie.metadata.enable=false does)"),
+        ],
+    )
+    return 0
+
+
+def cmd_metadata_disable(args: argparse.Namespace, out: Output) -> int:
+    """``evt metadata disable``: dry run unless ``--yes``."""
+    t = open_table(args)
+    r = t.metadata_table.disable(dry_run=not args.yes)
+    if args.json:
+        out.json(r)
+        return 0
+    if not r.had_metadata_table:
+        out.line(f"{t.config.name} has no metadata table: nothing to disable")
+        return 0
+    verb = "would delete (dry run; --yes disables it)" if r.dry_run else "deleted"
+    out.fields(
+        f"Metadata table of {t.config.name}: " + ("dry run" if r.dry_run else "disabled"),
+        [
+            ("partitions", ", ".join(r.partitions) or "-"),
+            ("hoodie.properties keys cleared", ", ".join(r.properties_cleared) or "-"),
+            ("files", f"{len(r.files_to_delete):,} under .hoodie/metadata, {verb}"),
+        ],
+    )
+    return 0
+
+
+def _metadata_group(args: argparse.Namespace, out: Output) -> int:
+    """``evt metadata`` without ``show`` or ``disable``: a usage error."""
+    usage_error(args, "choose 'metadata show' or 'metadata disable'")
+
+
 def _clean_group(args: argparse.Namespace, out: Output) -> int:
     """``evt clean`` without ``run`` or ``show``: a usage error."""
     usage_error(args, "choose 'clean run' or 'clean show'")
@@ -240,6 +290,22 @@ def register(sub: Any) -> None:
     add_table(s)
     add_limit(s, 20, "cleans")
     add_json(s)
+
+    p = command(sub, "metadata", _metadata_group, "the table's metadata table: show it, or disable it as Hudi does")
+    md_sub = p.add_subparsers(dest="metadata_command", metavar="{show,disable}")
+    m = command(md_sub, "show", cmd_metadata_show, "whether the table has a metadata table, and its partitions")
+    add_table(m)
+    add_json(m)
+    m = command(
+        md_sub,
+        "disable",
+        cmd_metadata_disable,
+        "clear hoodie.table.metadata.partitions and delete .hoodie/metadata, as hoodie.metadata.enable=false does "
+        "(dry run unless --yes; hudi-cli: metadata delete)",
+    )
+    add_table(m)
+    m.add_argument("--yes", action="store_true", help="really disable it (default: list what would change)")
+    add_json(m)
 
     p = command(
         sub,

