@@ -340,12 +340,12 @@ def _preview_state(model: ThresholdPreviewModel) -> tuple[list[go.BaseTraceType]
         traces[0].name = "compacted"
     return traces, {
         "barmode": "stack",
-        "title": {"text": _wrap(_preview_title(model)), "font": _TITLE_FONT},
+        "title": {"text": _wrap(_preview_title(model)), "font": _TITLE_FONT, "y": 0.98, "yanchor": "top"},
         "xaxis": {"title": {"text": "file slice"}, "type": "category", "tickangle": -45, "visible": True},
         "yaxis": {"title": {"text": "log files"}, "visible": True},
-        "height": 460,
-        "margin": {"l": 60, "r": 20, "t": 70, "b": 150},
-        "legend": {"orientation": "h", "y": 1.0, "x": 0, "yanchor": "bottom"},
+        "height": 500,
+        "margin": {"l": 60, "r": 20, "t": 110, "b": 150},
+        "legend": {"orientation": "h", "y": 1.02, "x": 0, "yanchor": "bottom"},
         "shapes": [],
         "annotations": [],
     }

@@ -66,8 +66,10 @@ __all__ = [
 _STYLE = """<style>
 .evt-scroll { max-height: 420px; overflow: auto; border: 1px solid #ddd; }
 .evt-table { border-collapse: collapse; font-size: 12px; }
-.evt-table th, .evt-table td { border: 1px solid #ddd; padding: 2px 6px; text-align: left; white-space: nowrap; }
-.evt-table th { background: #f4f4f4; position: sticky; top: 0; }
+.evt-table th, .evt-table td { border: 1px solid #ddd; padding: 2px 6px; text-align: left; white-space: nowrap;
+  vertical-align: top; }
+.evt-table th { background: #f4f4f4; }
+.evt-scroll .evt-table thead th { position: sticky; top: 0; }
 .evt-table td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .evt-block-uncommitted td { background: #fff3cd; color: #7a5b00; }
 .evt-block-corrupt td { background: #f8d7da; color: #842029; }
@@ -77,7 +79,7 @@ _STYLE = """<style>
 </style>"""
 
 #: Rows the inspector table draws at most; the filter narrows larger scopes.
-MAX_TABLE_ROWS = 400
+MAX_TABLE_ROWS = 1000
 _WIDE = {"description_width": "initial"}
 
 
@@ -97,7 +99,9 @@ def _show(widget: W.Widget, visible: bool) -> None:
 
 def _lines_html(lines: Iterable[str], css: str = "") -> str:
     """Plain-text lines, one ``<div>`` each, so each figure reads as text (``selected logs: 12``)."""
-    return f'<div class="{css}">' + "".join(f"<div>{html.escape(line)}</div>" for line in lines) + "</div>"
+    # ipywidgets give HTML a line height of one widget row (28 px); text reads better closer together.
+    body = "".join(f"<div>{html.escape(line)}</div>" for line in lines)
+    return f'<div class="{css}" style="line-height: 1.45; margin: 2px 0">{body}</div>'
 
 
 class _WidgetBase:
@@ -138,7 +142,7 @@ class LogHeaderInspector(_WidgetBase):
                 options=[("one file slice", "slice"), ("whole table (latest slices)", "table")],
                 value="table" if whole_table else "slice",
                 description="show",
-                style=_WIDE,
+                style={**_WIDE, "button_width": "200px"},
             ),
             "evt-inspector-scope",
         )
@@ -424,6 +428,7 @@ class EventTimeDistribution(_WidgetBase):
             W.ToggleButtons(
                 options=[("replay order per slice", "replay"), ("heatmap: slices × time", "heatmap")],
                 value="heatmap" if self.model.use_heatmap else "replay",
+                style={"button_width": "190px"},
             ),
             "evt-distribution-mode",
         )
