@@ -143,7 +143,7 @@ def summary_lines(s: PreviewSummary) -> list[tuple[str, str]]:
         ("bytes copied for links", size(s.link_bytes_copied)),
         (
             "full compaction",
-            f"{s.full_logs_compacted:,} logs in {s.full_slices:,} slices: read "
+            f"{s.full_logs_compacted:,} log(s) in {s.full_slices:,} slice(s): read "
             f"{size(s.full_bytes_read)}, write ≈ {size(s.full_bytes_written_estimate)}",
         ),
     ]

@@ -19,12 +19,12 @@ Example:
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 from typing import Any, Protocol
 
 from rich.console import Console
 from rich.table import Table
 
+from evt_toolkit.compaction.strategy import iso_ms
 from evt_toolkit.demo.build import DEFAULT_DAYS, DEFAULT_WINDOW, BuildSummary, build_demo_table, build_synthetic_table
 
 DEFAULT_FLIGHTS_PATH = "demo_tables/flights"
@@ -51,9 +51,8 @@ def _months(text: str) -> list[int]:
 
 
 def _fmt_ms(value: int | None) -> str:
-    if value is None:
-        return "-"
-    return dt.datetime.fromtimestamp(value / 1000, tz=dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    """ISO-8601 UTC with milliseconds: the one time format of ``evt`` and the notebooks."""
+    return "-" if value is None else iso_ms(value)
 
 
 def _summary_table(s: BuildSummary) -> Table:
