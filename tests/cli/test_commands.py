@@ -461,3 +461,16 @@ def test_run_targets_a_spark_master_with_settings(table: evt.HudiTable, capsys: 
     assert table.refresh().ro_freshness().threshold_ms == T
     code, _, err = run(capsys, "run", table.path, c, "--conf", "spark.executor.memory")
     assert code == 2 and "expected key=value" in err
+
+
+@SKIP_NO_SHARED
+def test_evt_and_notebook05_pick_the_same_event_time_field(capsys: pytest.CaptureFixture[str]) -> None:
+    from evt_toolkit.widgets.notebook import choose_event_time_field
+    from tests.conftest import fixture_names
+
+    for name in fixture_names():
+        path = fixture_table_path(name)
+        code, out, _ = run(capsys, "inspect", str(path), "--json", "--limit", "1")
+        assert code == 0, name
+        shown = json.loads(out)["table"]["event_time_field"]
+        assert shown == choose_event_time_field(evt.HudiTable.open(path)).field, name

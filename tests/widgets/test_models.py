@@ -446,3 +446,50 @@ def test_timeline_model_rows_and_pending_plan(tmp_path: Path) -> None:
     assert row["pending"] and row["action"] == "compaction" and "T = 2013-01-01T13:00:00.000Z" in row["label"]
     assert m.counts() == {"deltacommit": len(m.rows) - 1, "compaction": 1, "pending": 1}
     assert format_ms(plan.threshold_ms) == "2013-01-01T13:00:00.000Z"
+
+
+def test_preview_model_cost_curve_warnings_and_slider_range(tmp_path: Path) -> None:
+    t = demo_table(tmp_path / "t")
+    m = ThresholdPreviewModel(t, now_ms=NOW)
+    curve = m.cost_curve(points=12)
+    lo, hi = m.slider_range()
+    assert curve["threshold_ms"].iloc[0] == lo and curve["threshold_ms"].iloc[-1] == hi
+    for row in curve.iloc[[0, 5, -1]].itertuples():
+        s = t.compaction.preview(EventTimeBasedCompactionStrategy(threshold=int(row.threshold_ms)), now_ms=NOW).summary
+        assert (row.logs_compacted, row.bytes_read, row.link_bytes_copied) == (
+            s.logs_compacted,
+            s.bytes_read,
+            s.link_bytes_copied,
+        )
+        assert row.written_total == s.bytes_written_estimate + s.link_bytes_copied
+    assert curve["logs_compacted"].is_monotonic_increasing
+    assert m.preview.summary.threshold_ms == m.threshold_ms  # the shared live model is back where the slider is
+
+    # Where copying the leftover logs writes more than compacting everything, the model says so, and only there.
+    costly = curve[curve["written_total"] > curve["full_bytes_written"]]
+    cheap = curve[(curve["written_total"] <= curve["full_bytes_written"]) & (curve["logs_compacted"] > 0)]
+    assert len(costly) and len(cheap)
+    m.set_threshold(int(costly["threshold_ms"].iloc[0]))
+    assert any("more than a full compaction" in w for w in m.warnings())
+    m.set_threshold(int(cheap["threshold_ms"].iloc[-1]))
+    assert not any("more than a full compaction" in w for w in m.warnings())
+    m.set_mode("data_latency", 3_600_000)  # now − 1 h: decades after the data
+    assert any("after every log" in w and "allowed lateness" in w for w in m.warnings())
+    m.set_threshold(lo - 1)
+    assert any("before every log" in w for w in m.warnings()) and m.freshness is None
+    assert "unchanged" in m.freshness_text
+
+
+def test_preview_model_empty_and_single_log_tables() -> None:
+    empty = ThresholdPreviewModel(slices=[], now_ms=NOW)
+    assert empty.empty_reason is not None and "no log files" in empty.empty_reason
+    assert empty.freshness is None and "no plan" in empty.freshness_text
+    no_data = SliceInfo("p", "f", "1", None, None, (LogFileInfo.synthetic("f", 1, has_data=False),))
+    m = ThresholdPreviewModel(slices=[no_data], now_ms=NOW)
+    assert "known min event time" in (m.empty_reason or "") and m.freshness is None
+    # One log: the slider spans an hour around it, not a minute; epoch seconds are called out.
+    single = SliceInfo("p", "f", "1", None, None, (LogFileInfo.synthetic("f", 1, min_event_time=1_695_200_000),))
+    m = ThresholdPreviewModel(slices=[single], now_ms=NOW)
+    lo, hi = m.slider_range()
+    assert hi - lo == 3_600_000 and lo < 1_695_200_000 < hi
+    assert any("epoch seconds" in w for w in m.warnings())
