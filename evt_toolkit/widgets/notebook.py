@@ -197,7 +197,10 @@ def freshness_statement(
                 "minEventTime write stat"
             )
         else:
-            why = f"none of their data blocks gives a min event time for {event_time_field!r}"
+            why = (
+                f"none of their blocks gives a min event time for {event_time_field!r}: a delete block written by "
+                "stock Hudi carries keys and ordering values, not event times"
+            )
         text = (
             f"{now_line}\nnone of the {probe.summary.logs_total:,} log file(s) has a known min event time ({why}): an "
             "event-time compaction cannot select anything, so no plan can promise a freshness"
