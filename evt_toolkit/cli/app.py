@@ -44,7 +44,7 @@ examples:
 """
 
 
-#: What to do next, by error class (the class name, so that the hint survives the class moving between modules).
+#: What to do next, by error class name.
 _HINTS = {
     "EventTimeError": " (--event-time-field names a field holding epoch numbers, timestamps or dates)",
     "PendingTableServiceError": " (evt compactions lists pending plans; evt timeline shows inflight writes)",

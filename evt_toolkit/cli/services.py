@@ -25,8 +25,7 @@ from evt_toolkit.cli.options import (
     usage_error,
 )
 from evt_toolkit.cli.output import Output, count, duration
-from evt_toolkit.errors import TimelineError
-from evt_toolkit.services.rollback_planner import RollbackError
+from evt_toolkit.errors import RollbackError, TimelineError
 
 __all__ = ["register"]
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from evt_toolkit.cli.options import add_json, add_table, command, limited, open_table, positive_or_zero
 from evt_toolkit.cli.output import Output, count, size, when
-from evt_toolkit.errors import EvtError
+from evt_toolkit.errors import EventTimeError, EvtError
 
 if TYPE_CHECKING:
     from evt_toolkit import HudiTable
@@ -98,7 +98,7 @@ def cmd_inspect(args: argparse.Namespace, out: Output) -> int:
     try:
         blocks = t.inspect.log_blocks(args.partition, args.file_id, event_time_field=field, all_slices=args.all_slices)
     except EvtError as exc:
-        if args.event_time_field or field == t.config.event_time_field or type(exc).__name__ != "EventTimeError":
+        if args.event_time_field or field == t.config.event_time_field or not isinstance(exc, EventTimeError):
             raise
         # The ordering field was only a guess at the event time; the blocks are worth showing without it.
         out.note(f"note: {exc}; min event times are not shown (--event-time-field chooses a field)")

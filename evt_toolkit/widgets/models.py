@@ -52,7 +52,7 @@ from evt_toolkit.compaction.strategy import (
     iso_ms,
     to_epoch_ms,
 )
-from evt_toolkit.errors import EvtError, TimelineError
+from evt_toolkit.errors import EvtError, InvalidActionError, TimelineError
 from evt_toolkit.table.timeline import COMPACTION, LOG_COMPACTION
 
 if TYPE_CHECKING:
