@@ -26,6 +26,7 @@ __all__ = [
     "limited",
     "open_table",
     "positive_or_zero",
+    "storage_option",
     "usage_error",
 ]
 
@@ -59,9 +60,25 @@ def positive_or_zero(text: str) -> int:
     return value
 
 
+def storage_option(text: str) -> tuple[str, str]:
+    """``key=value`` (argparse type of ``--storage-option``)."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected key=value, got {text.split('=')[0]!r}")
+    return key.strip(), value.strip()
+
+
 def add_table(p: argparse.ArgumentParser) -> None:
-    """The table's base path (local path or URI)."""
-    p.add_argument("table", help="table base path or URI (file://, s3://, hdfs://, ...)")
+    """The table's base path (local path or URI) and how to reach its store."""
+    p.add_argument("table", help="table base path or URI (file://, s3://, s3a://, gs://, abfs://, hdfs://, ...)")
+    p.add_argument(
+        "--storage-option",
+        type=storage_option,
+        action="append",
+        metavar="KEY=VALUE",
+        help="object-store setting, repeatable: aws_endpoint_url, aws_region, aws_access_key_id, "
+        "aws_secret_access_key, aws_allow_http, ... (the keys of HudiTable.open's storage_options)",
+    )
 
 
 def add_json(p: argparse.ArgumentParser) -> None:
@@ -84,7 +101,8 @@ def limited(total: int, limit: int) -> int:
 
 
 def open_table(args: argparse.Namespace) -> HudiTable:
-    """Open ``args.table``."""
+    """Open ``args.table`` with its ``--storage-option`` settings."""
     from evt_toolkit import HudiTable
 
-    return HudiTable.open(args.table)
+    options = dict(getattr(args, "storage_option", None) or [])
+    return HudiTable.open(args.table, storage_options=options or None)

@@ -477,3 +477,29 @@ def test_evt_and_notebook05_pick_the_same_event_time_field(capsys: pytest.Captur
         assert code == 0, name
         shown = json.loads(out)["table"]["event_time_field"]
         assert shown == choose_event_time_field(evt.HudiTable.open(path)).field, name
+
+
+@pytest.mark.slow
+def test_storage_options_reach_a_table_on_s3(
+    s3_server: Any, s3_bucket: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--storage-option k=v`` is HudiTable.open's ``storage_options``: a table on the S3 server reads through it,
+    without them the store refuses, and no credential is ever printed."""
+    uri = f"s3://{s3_bucket}/cli"
+    t = evt.HudiTable.create(
+        uri, "s3cli", "id", partition_by="region", ordering_field="ts", buckets=1, storage_options=s3_server.options
+    )
+    t.write(_rows(range(0, 5), 100, 1))
+    opts = [a for k, v in s3_server.options.items() for a in ("--storage-option", f"{k}={v}")]
+    rows = run_json(capsys, "read", uri, "--limit", "0", *opts)
+    assert sorted(r["id"] for r in rows) == [0, 1, 2, 3, 4]
+    code, out, _ = run(capsys, "inspect", uri, *opts)
+    assert code == 0 and "s3cli" in out
+    code, _, err = run(capsys, "inspect", uri, "--storage-option", f"aws_endpoint_url={s3_server.endpoint}")
+    assert code == 1 and "Traceback" not in err
+    secret = s3_server.options["aws_secret_access_key"]
+    bad = [o if secret not in o else f"aws_secret_access_key={secret}x" for o in opts]
+    code, out, err = run(capsys, "inspect", uri, *bad)
+    assert secret not in out + err
+    code, _, err = run(capsys, "inspect", uri, "--storage-option", "aws_region")
+    assert code == 2 and "expected key=value" in err
