@@ -16,6 +16,7 @@ command                what                                                     
 ``run``                execute a plan, here or on Spark                              ``compaction run``
 ``validate``           check a plan, its links and files                            ``compaction validate``
 ``unschedule``         remove a pending plan (dry run unless --yes)                  ``compaction unschedule``
+``repair``             abandoned links, missing plan links, stale records (dry run)  ``compaction repair``
 ``compactions``        every compaction, pending and completed                       ``compactions show all``
 ``metrics``            the RFC's metrics and RO freshness, Prometheus text           -
 ``clean run|show``     clean with Hudi's policies (dry run unless --yes); cleans     ``cleans run``, ``cleans show``

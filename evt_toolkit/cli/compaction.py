@@ -1,4 +1,4 @@
-"""``evt preview|schedule|run|validate|unschedule|metrics|compactions``: compaction from the command line.
+"""``evt preview|schedule|run|validate|unschedule|repair|metrics|compactions``: compaction from the command line.
 
 Every command takes the table's base path first and prints readable tables, or JSON with ``--json``.
 ``validate`` exits 1 when it finds problems and ``unschedule`` when it is refused; compaction commands on a
@@ -252,7 +252,7 @@ def cmd_schedule(args: argparse.Namespace, out: Output) -> int:
         "link_mode": c.link_mode,
         "link_timing": c.link_timing,
         "operations": c.operations,
-        "links": list(c.links),
+        "links": [{**vars_of(x), "symlink_path": x.symlink_path, "target_path": x.target_path} for x in c.links],
     }
     if args.json:
         out.json(info)
@@ -433,6 +433,37 @@ def cmd_metrics(args: argparse.Namespace, out: Output) -> int:
     return 0
 
 
+def cmd_repair(args: argparse.Namespace, out: Output) -> int:
+    """``evt repair``: dry run unless ``--yes``; exit 1 when something cannot be repaired."""
+    t = open_table(args)
+    r = t.compaction.repair(dry_run=not args.yes)
+    if args.json:
+        out.json({**vars_of(r), "clean": r.clean})
+        return 1 if r.unrepairable else 0
+    if r.clean:
+        out.line(f"nothing to repair: {t.config.name}'s compaction artifacts are in order")
+        return 0
+    verb = "would" if r.dry_run else "did"
+    out.fields(
+        f"Compaction repair of {t.config.name}" + (": dry run (--yes repairs)" if r.dry_run else ""),
+        [
+            ("abandoned schedules' links", f"{len(r.abandoned_links):,} ({verb} delete)"),
+            ("missing links of pending plans", f"{len(r.missing_links):,} ({verb} make again from the plan)"),
+            ("stale ownership records", f"{len(r.stale_record_folders):,} folder(s) ({verb} delete)"),
+            ("cannot repair", f"{len(r.unrepairable):,}"),
+        ],
+    )
+    files = [*r.abandoned_links, *r.missing_links, *r.stale_record_folders]
+    n = limited(len(files), args.limit)
+    if files:
+        out.table(None, ["file"], [[f] for f in files[:n]])
+    if n < len(files):
+        out.line(f"… {len(files) - n:,} more (--limit 0 shows all, --json prints everything)")
+    for problem in r.unrepairable:
+        out.line(f"  cannot repair: {problem}")
+    return 1 if r.unrepairable else 0
+
+
 # -- compactions: history and pending plans --------------------------------------------------------------------------
 
 
@@ -606,6 +637,18 @@ def register(sub: Any) -> None:
     p = command(sub, "metrics", cmd_metrics, "compaction metrics and RO freshness")
     add_table(p)
     p.add_argument("--prometheus", metavar="FILE", help="also write Prometheus text exposition to FILE")
+    add_json(p)
+
+    p = command(
+        sub,
+        "repair",
+        cmd_repair,
+        "delete abandoned schedules' links, make pending plans' missing links again, drop stale ownership records "
+        "(dry run unless --yes; hudi-cli: compaction repair)",
+    )
+    add_table(p)
+    p.add_argument("--yes", action="store_true", help="really repair (default: list what would change)")
+    add_limit(p, 20, "files")
     add_json(p)
 
     p = command(

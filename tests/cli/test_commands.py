@@ -41,6 +41,7 @@ COMMANDS: dict[tuple[str, ...], str] = {
     ("unschedule",): "--yes",
     ("metrics",): "--prometheus",
     ("compactions",): "compactions show all",
+    ("repair",): "compaction repair",
     ("clean", "run"): "KEEP_LATEST_FILE_VERSIONS",
     ("clean", "show"): "cleans show",
     ("rollback",): "commit rollback",
@@ -80,9 +81,9 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     return code, captured.out, captured.err
 
 
-def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> Any:
-    code, out, err = run(capsys, *argv, "--json")
-    assert code == 0, err
+def run_json(capsys: pytest.CaptureFixture[str], *argv: str, code: int = 0) -> Any:
+    got, out, err = run(capsys, *argv, "--json")
+    assert got == code, err
     return json.loads(out)
 
 
@@ -315,6 +316,24 @@ def test_unschedule_summarises_long_file_lists(table: evt.HudiTable, capsys: pyt
     files = run_json(capsys, "unschedule", table.path, instant)["files_to_delete"]
     code, out, _ = run(capsys, "unschedule", table.path, instant, "--limit", "2")
     assert code == 0 and f"… {len(files) - 2} more files" in out
+
+
+def test_repair_remakes_a_missing_link(table: evt.HudiTable, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "repair", table.path)
+    assert code == 0 and "nothing to repair" in out
+    c = run_json(capsys, "schedule", table.path, "--threshold", str(T))
+    gone = c["links"][0]["symlink_path"]
+    os.remove(table.storage.full_path(gone))  # a link of the pending plan deleted by hand
+    dry = run_json(capsys, "repair", table.path)
+    assert dry["dry_run"] is True and dry["missing_links"] == [gone] and not dry["clean"]
+    assert not run_json(capsys, "validate", table.path, c["instant"], code=1)["ok"]  # the dry run changed nothing
+    code, out, _ = run(capsys, "repair", table.path, "--limit", "0")
+    assert code == 0 and "missing links of pending plans" in out and gone in out
+    done = run_json(capsys, "repair", table.path, "--yes")
+    assert done["dry_run"] is False and done["missing_links"] == [gone]
+    assert run_json(capsys, "validate", table.path, c["instant"])["ok"] is True
+    assert run_json(capsys, "repair", table.path)["clean"] is True
+    assert run(capsys, "repair", table.path, "--limit", "-3")[0] == 2
 
 
 # -- clean and rollback ------------------------------------------------------------------------------------------------
