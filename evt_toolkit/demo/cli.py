@@ -4,8 +4,10 @@
 the year); ``evt demo synthetic`` builds a seeded synthetic table for scale work. Both print a summary (``--json``
 for scripts) and reuse a complete build with the same parameters.
 
-The main ``evt`` parser mounts these commands with :func:`add_demo_parser`; ``python -m evt_toolkit.demo.cli`` runs
-them on their own.
+``evt`` finds these commands through the ``evt_toolkit.commands`` entry point (``pyproject.toml``), which names
+:func:`add_demo_parser`: the demo and the command line are sibling layers and never import each other. A command
+gets the parsed arguments and ``evt``'s output object, of which it uses ``console`` (a rich console on stdout) and
+``json(data)``.
 
 Example:
     >>> parser = argparse.ArgumentParser(prog="evt")
@@ -17,19 +19,24 @@ Example:
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import json
-import sys
-from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from rich.console import Console
 from rich.table import Table
 
+from evt_toolkit.compaction.strategy import iso_ms
 from evt_toolkit.demo.build import DEFAULT_DAYS, DEFAULT_WINDOW, BuildSummary, build_demo_table, build_synthetic_table
 
 DEFAULT_FLIGHTS_PATH = "demo_tables/flights"
 DEFAULT_SYNTHETIC_PATH = "demo_tables/synthetic"
+
+
+class CommandOutput(Protocol):
+    """What a demo command uses of ``evt``'s output object."""
+
+    console: Console
+
+    def json(self, data: Any) -> None: ...
 
 
 def _window(text: str) -> str | int:
@@ -44,9 +51,8 @@ def _months(text: str) -> list[int]:
 
 
 def _fmt_ms(value: int | None) -> str:
-    if value is None:
-        return "-"
-    return dt.datetime.fromtimestamp(value / 1000, tz=dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    """ISO-8601 UTC with milliseconds: the one time format of ``evt`` and the notebooks."""
+    return "-" if value is None else iso_ms(value)
 
 
 def _summary_table(s: BuildSummary) -> Table:
@@ -81,12 +87,11 @@ def _spark_session(wanted: bool) -> Any:
     return get_or_create_session()
 
 
-def _report(summary: BuildSummary, args: argparse.Namespace, console: Console) -> int:
+def _report(summary: BuildSummary, args: argparse.Namespace, out: CommandOutput) -> int:
     if args.json:
-        json.dump(summary.to_dict(), sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        out.json(summary.to_dict())
     else:
-        console.print(_summary_table(summary))
+        out.console.print(_summary_table(summary))
     return 0
 
 
@@ -102,7 +107,7 @@ def _table_options(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def cmd_demo_build(args: argparse.Namespace, console: Console) -> int:
+def cmd_demo_build(args: argparse.Namespace, out: CommandOutput) -> int:
     """``evt demo build``: build or reuse the nycflights13 table."""
     summary = build_demo_table(
         args.path,
@@ -113,10 +118,10 @@ def cmd_demo_build(args: argparse.Namespace, console: Console) -> int:
         batches=args.batches,
         **_table_options(args),
     )
-    return _report(summary, args, console)
+    return _report(summary, args, out)
 
 
-def cmd_demo_synthetic(args: argparse.Namespace, console: Console) -> int:
+def cmd_demo_synthetic(args: argparse.Namespace, out: CommandOutput) -> int:
     """``evt demo synthetic``: build or reuse a synthetic table."""
     summary = build_synthetic_table(
         args.path,
@@ -131,7 +136,7 @@ def cmd_demo_synthetic(args: argparse.Namespace, console: Console) -> int:
         seed=args.seed,
         **_table_options(args),
     )
-    return _report(summary, args, console)
+    return _report(summary, args, out)
 
 
 def _common(p: argparse.ArgumentParser, default_path: str) -> None:
@@ -152,7 +157,7 @@ def _common(p: argparse.ArgumentParser, default_path: str) -> None:
 def add_demo_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Add ``demo build`` and ``demo synthetic`` to an ``argparse`` sub-parsers object.
 
-    Each command sets ``func(args, console) -> int``, the calling convention of ``evt``'s ``main``.
+    Each command sets ``func(args, out) -> int``, the calling convention of ``evt``'s ``main``.
 
     Args:
         subparsers: the result of ``ArgumentParser.add_subparsers()``.
@@ -160,10 +165,20 @@ def add_demo_parser(subparsers: Any) -> argparse.ArgumentParser:
     Returns:
         The ``demo`` parser.
     """
-    demo = subparsers.add_parser("demo", help="build the demo tables (nycflights13 replay, synthetic)")
+    demo = subparsers.add_parser(
+        "demo",
+        help="build the demo tables (nycflights13 replay, synthetic)",
+        description="Build the demo tables: the nycflights13 replay (demo build) or a synthetic stream "
+        "(demo synthetic).",
+    )
     sub = demo.add_subparsers(dest="demo_command", required=True)
 
-    b = sub.add_parser("build", help="replay nycflights13 (2013 NYC departures) into a MOR table")
+    b = sub.add_parser(
+        "build",
+        help="replay nycflights13 (2013 NYC departures) into a MOR table",
+        description="Replay nycflights13 (2013 NYC departures) as flight-status events into a Merge-On-Read table; "
+        "a complete build with the same parameters is reused.",
+    )
     _common(b, DEFAULT_FLIGHTS_PATH)
     b.add_argument(
         "--full",
@@ -181,7 +196,11 @@ def add_demo_parser(subparsers: Any) -> argparse.ArgumentParser:
     b.add_argument("--batches", type=int, help="ingest only the first N micro-batches")
     b.set_defaults(func=cmd_demo_build)
 
-    s = sub.add_parser("synthetic", help="a seeded synthetic table with configurable lateness")
+    s = sub.add_parser(
+        "synthetic",
+        help="a seeded synthetic table with configurable lateness",
+        description="Build a seeded synthetic Merge-On-Read table with configurable lateness (for scale work).",
+    )
     _common(s, DEFAULT_SYNTHETIC_PATH)
     s.add_argument("--rows", type=int, default=1_000_000, help="events in total (default: 1,000,000)")
     s.add_argument("--keys", type=int, help="key space (default: rows / 4)")
@@ -195,14 +214,3 @@ def add_demo_parser(subparsers: Any) -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_demo_synthetic)
     parser: argparse.ArgumentParser = demo
     return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``demo ...`` without typing ``evt`` (``python -m evt_toolkit.demo.cli build --days 2``)."""
-    from evt_toolkit.cli import main as evt_main  # evt_toolkit.cli imports this module
-
-    return evt_main(["demo", *(argv if argv is not None else sys.argv[1:])])
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

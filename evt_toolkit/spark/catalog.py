@@ -21,6 +21,12 @@ How the rows get there, and why this way (PySpark 4.3, measured):
   cannot arrive as options. The view holds the properties (views report their own). Data sources are registered
   per session: after restarting on a persistent metastore, call :func:`register_catalog_sources` (or
   :func:`sync_catalog` again) before querying.
+* **Table type.** The metastore stores each ``__evt_source`` table as ``EXTERNAL`` with the Hudi table as its
+  location, so ``DROP TABLE`` removes the catalog entry and never a file (checked after every sync; a ``MANAGED``
+  entry is refused). ``DESCRIBE TABLE EXTENDED`` and ``spark.catalog.listTables`` nevertheless print ``MANAGED``:
+  Spark describes a Python-source table through the table object the data source returns, which carries no
+  catalog properties (PySpark 4.3). The stored type is in :attr:`CatalogSync.source_table_type` and in the views'
+  ``evt.source.table.type`` property.
 * **Catalog.** The pip ``pyspark`` ships Hive support (``spark-hive`` and Derby jars under ``pyspark/jars``), so a
   persistent embedded-Derby metastore is available: start the session with :func:`hive_catalog_conf` (the catalog
   implementation is fixed when a session starts, so ``sync_catalog`` uses whatever the given session has). On a
@@ -41,7 +47,7 @@ import os
 import re
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from evt_toolkit.compaction.freshness import completed_compactions, ro_freshness
 from evt_toolkit.errors import EvtError, UnsupportedFeatureError
@@ -63,6 +69,7 @@ __all__ = [
     "hive_catalog_conf",
     "register_catalog_sources",
     "source_name_for",
+    "stored_table_type",
     "sync_catalog",
 ]
 
@@ -77,6 +84,7 @@ PROP_PATH = "evt.table.path"
 PROP_QUERY_TYPE = "evt.query.type"
 PROP_SYNCED_AT = "evt.synced.at"
 PROP_SOURCE = "evt.source"
+PROP_SOURCE_TABLE_TYPE = "evt.source.table.type"
 QUERY_TYPE_OPTION = "hoodie.datasource.query.type"
 SOURCE_SUFFIX = "__evt_source"
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -184,12 +192,28 @@ class CatalogSync:
         rt_table: qualified name of the snapshot view.
         properties: the properties set on both (``evt.query.type`` differs).
         catalog: ``hive`` or ``in-memory``.
+        source_table_type: how the metastore stores the ``__evt_source`` tables (``EXTERNAL``), ``None`` where the
+            session cannot tell (Spark Connect).
     """
 
     ro_table: str
     rt_table: str
     properties: dict[str, str]
     catalog: str
+    source_table_type: str | None = None
+
+
+def stored_table_type(spark: SparkSession, qualified: str) -> str | None:
+    """``EXTERNAL``/``MANAGED`` as the session catalog stores ``database.table`` (not as ``DESCRIBE`` prints it for
+    Python-source tables); ``None`` when the session has no JVM catalog to ask (Spark Connect)."""
+    database, _, table = qualified.rpartition(".")
+    try:
+        jvm: Any = spark._jvm
+        ident = jvm.org.apache.spark.sql.catalyst.TableIdentifier.apply(table, jvm.scala.Option.apply(database or None))
+        meta = spark._jsparkSession.sessionState().catalog().getTableMetadata(ident)
+        return str(meta.tableType().name())
+    except Exception:  # no py4j gateway (Spark Connect) or no such entry: the caller decides
+        return None
 
 
 def _sql_string(value: str) -> str:
@@ -261,6 +285,7 @@ def sync_catalog(spark: SparkSession, table: Table, name: str | None = None, dat
     props = _properties(table)
     catalog = str(spark.conf.get("spark.sql.catalogImplementation", "in-memory"))
     names: dict[str, str] = {}
+    types: list[str | None] = []
     for suffix, query_type in (("ro", "read_optimized"), ("rt", "snapshot")):
         view = f"{database}.{base}_{suffix}"
         existing = _view_props(spark, view)
@@ -276,13 +301,26 @@ def sync_catalog(spark: SparkSession, table: Table, name: str | None = None, dat
         # Hudi table, which makes it EXTERNAL: dropping it removes the catalog entry only, never a file.
         spark.sql(f"DROP TABLE IF EXISTS {_quoted(data_table)}")
         spark.sql(f"CREATE TABLE {_quoted(data_table)} USING {source.source_name} LOCATION {_sql_string(table.path)}")
-        view_props = {**props, PROP_QUERY_TYPE: query_type, PROP_SOURCE: source.source_name}
+        table_type = stored_table_type(spark, data_table)
+        if table_type == "MANAGED":
+            spark.sql(f"DROP TABLE IF EXISTS {_quoted(data_table)}")  # nothing under a managed location is ours yet
+            raise EvtError(
+                f"the catalog stored {data_table} as MANAGED: dropping it could delete {table.path}; "
+                "refusing to keep it (expected EXTERNAL)"
+            )
+        types.append(table_type)
+        view_props = {
+            **props,
+            PROP_QUERY_TYPE: query_type,
+            PROP_SOURCE: source.source_name,
+            PROP_SOURCE_TABLE_TYPE: table_type or "unknown",
+        }
         spark.sql(
             f"CREATE OR REPLACE VIEW {_quoted(view)} TBLPROPERTIES ({_props_sql(view_props)}) "
             f"AS SELECT * FROM {_quoted(data_table)}"
         )
         names[suffix] = view
-    return CatalogSync(names["ro"], names["rt"], props, catalog)
+    return CatalogSync(names["ro"], names["rt"], props, catalog, types[0] if len(set(types)) == 1 else None)
 
 
 def register_catalog_sources(spark: SparkSession, database: str = "default") -> list[str]:

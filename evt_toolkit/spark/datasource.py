@@ -8,7 +8,8 @@ Options use Hudi's own names:
 * ``hoodie.datasource.query.type``: ``snapshot`` (default), ``read_optimized`` or ``incremental``;
 * ``as.of.instant``: time travel for snapshot and read-optimized reads;
 * ``hoodie.datasource.read.begin.instanttime`` / ``hoodie.datasource.read.end.instanttime``: the incremental
-  window ``(begin, end]`` (begin defaults to the start of the timeline, end to the latest commit);
+  window ``(begin, end]``. As in Hudi, an incremental read needs a begin instant (``earliest`` or ``000`` reads
+  from the start of the timeline); the end defaults to the latest commit;
 * ``path`` (or the argument of ``load``/``save``): the table's base path or URI;
 * ``hoodie.evt.read.partition.pruning`` (default ``false``): push filters on partition columns down to drop whole
   slices at planning time. Off by default because Spark 4.3.0 keeps the read plan of the last filter pushdown on the
@@ -21,6 +22,10 @@ Writes (``df.write.format("hudi_evt")``) take ``hoodie.datasource.write.operatio
 ``delete``), ``hoodie.datasource.write.recordkey.field``, ``hoodie.datasource.write.partitionpath.field``,
 ``hoodie.datasource.write.precombine.field`` and ``hoodie.table.name`` (the last four only when the table is created).
 See :class:`HudiEvtWriter` for how the Python Data Source write protocol is mapped onto a Hudi commit.
+
+Any other ``hoodie.*`` option is refused with the closest known name (``hoodie.datasource.query.typ`` → did you
+mean ``hoodie.datasource.query.type``?), except the few Hudi read options that only steer how Hudi lists files
+(:data:`IGNORED_READ_OPTIONS`), which do not change the answer.
 
 Example:
     >>> from evt_toolkit.spark.session import get_or_create_session  # doctest: +SKIP
@@ -93,6 +98,37 @@ BUCKETS_OPT = "hoodie.bucket.index.num.buckets"
 MERGE_MODE_OPT = "hoodie.record.merge.mode"
 HIVE_STYLE_OPT = "hoodie.datasource.write.hive_style_partitioning"
 MIN_EVENT_TIME_HEADER_OPT = "hoodie.evt.min.event.time.header"
+#: The ``hoodie.*`` options hudi_evt reads and writes take; any other ``hoodie.*`` option is refused with the nearest
+#: known name (a misspelled option silently ignored would change the answer without a word).
+READ_OPTIONS = frozenset({QUERY_TYPE_OPT, BEGIN_OPT, END_OPT, PRUNING_OPT})
+WRITE_OPTIONS = frozenset(
+    {
+        OPERATION_OPT,
+        RECORD_KEY_OPT,
+        PARTITION_PATH_OPT,
+        PRECOMBINE_OPT,
+        TABLE_NAME_OPT,
+        EVENT_TIME_OPT,
+        BUCKETS_OPT,
+        MERGE_MODE_OPT,
+        HIVE_STYLE_OPT,
+        MIN_EVENT_TIME_HEADER_OPT,
+    }
+)
+#: Hudi options that only steer how Hudi's own reader lists or skips files: hudi_evt lists storage and reads every
+#: slice, so its answer is the one Hudi gives with or without them. Accepted and ignored.
+IGNORED_READ_OPTIONS = frozenset(
+    {
+        "hoodie.metadata.enable",
+        "hoodie.enable.data.skipping",
+        "hoodie.file.index.enable",
+        "hoodie.datasource.read.file.index.listing.mode",
+        "hoodie.datasource.read.file.index.listing.partition-path-prefix.analysis.enabled",
+    }
+)
+#: ``hoodie.datasource.read.begin.instanttime`` values that mean "from the start", as Hudi reads them.
+EARLIEST_INSTANTS = frozenset({"earliest", "000", "0"})
+
 #: Rows staged by write tasks until the driver commits them; under Hudi's temp folder, which readers never list.
 STAGING_DIR = ".hoodie/.temp/hudi_evt_staging"
 
@@ -131,12 +167,20 @@ class ReadOptions:
         path = opts.get("path")
         if not path:
             raise ReadError("hudi_evt needs a table path: load(path) or option('path', ...)")
+        check_hoodie_options(opts, READ_OPTIONS | IGNORED_READ_OPTIONS, "read", ReadError)
         raw_type = (opts.get(QUERY_TYPE_OPT) or "snapshot").strip().lower()
         query_type = raw_type
         if query_type not in QUERY_TYPES:
             raise ReadError(f"unknown {QUERY_TYPE_OPT} {raw_type!r}; expected one of {', '.join(QUERY_TYPES)}")
         as_of = _instant(opts.get(AS_OF_OPT), AS_OF_OPT)
-        begin = _instant(opts.get(BEGIN_OPT), BEGIN_OPT)
+        raw_begin = (opts.get(BEGIN_OPT) or "").strip()
+        if query_type == "incremental" and not raw_begin:
+            # Hudi's IncrementalRelation refuses the same way: an open start would silently mean "everything".
+            raise ReadError(
+                f"Specify the begin instant time to pull from using option {BEGIN_OPT} "
+                f"('earliest' reads from the start of the timeline)"
+            )
+        begin = None if raw_begin.lower() in EARLIEST_INSTANTS else _instant(raw_begin, BEGIN_OPT)
         end = _instant(opts.get(END_OPT), END_OPT)
         if query_type == "incremental" and as_of is not None:
             raise ReadError(f"{AS_OF_OPT} does not apply to incremental reads; use {BEGIN_OPT}/{END_OPT}")
@@ -162,6 +206,33 @@ def storage_options_from(
         if key.startswith(("aws_", "google_", "azure_")) or key in EVT_KEYS:
             merged[key] = v
     return StorageOptions.of(merged)
+
+
+def check_hoodie_options(opts: Mapping[str, str], known: frozenset[str], kind: str, error: type[EvtError]) -> None:
+    """Refuse ``hoodie.*`` options that hudi_evt does not take, naming the closest known one.
+
+    Raises:
+        error: an unknown ``hoodie.*`` option.
+
+    Example:
+        >>> try:
+        ...     check_hoodie_options({"hoodie.datasource.query.typ": "x"}, READ_OPTIONS, "read", ReadError)
+        ... except ReadError as exc:
+        ...     print(str(exc).split(";")[1].split("?")[0])
+         did you mean 'hoodie.datasource.query.type'
+    """
+    import difflib
+
+    unknown = sorted(k for k in opts if k.startswith("hoodie.") and k not in known)
+    if not unknown:
+        return
+    key = unknown[0]
+    close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    listed = [k for k in (QUERY_TYPE_OPT, BEGIN_OPT, END_OPT, PRUNING_OPT) if k in known] if kind == "read" else []
+    listed = listed or sorted(k for k in known if k in WRITE_OPTIONS)
+    extra = ", as.of.instant, path" if kind == "read" else ", path"
+    raise error(f"unknown hudi_evt {kind} option {key!r}{hint} (hudi_evt {kind}s take: {', '.join(listed)}{extra})")
 
 
 def _instant(value: str | None, what: str) -> str | None:
@@ -462,6 +533,7 @@ class WriteOptions:
         path = opts.get("path")
         if not path:
             raise WriteError("hudi_evt needs a table path: save(path) or option('path', ...)")
+        check_hoodie_options(opts, WRITE_OPTIONS, "write", WriteError)
         operation = (opts.get(OPERATION_OPT) or "upsert").strip().lower()
         if operation not in ("upsert", "insert", "delete"):
             raise WriteError(f"unknown {OPERATION_OPT} {operation!r}; expected upsert, insert or delete")

@@ -5,6 +5,10 @@ table through its public API (``file_slices``, ``inspect.log_blocks``, ``compact
 :func:`~evt_toolkit.compaction.event_times.slice_infos`, and hand the views Arrow tables, pandas frames and small
 frozen records. Nothing here imports ipywidgets or plotly.
 
+One way to write things, everywhere: times as ISO-8601 UTC with milliseconds (:func:`format_ms`, the form the table
+API's own texts and ``--threshold`` use), counts with thousands separators (:func:`format_count`), sizes in binary
+units (:func:`format_bytes`), durations in words (:func:`format_duration`).
+
 Example:
     >>> import evt_toolkit as evt
     >>> t = evt.HudiTable.open("/data/flights")  # doctest: +SKIP
@@ -20,7 +24,7 @@ import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -45,10 +49,10 @@ from evt_toolkit.compaction.strategy import (
     CompactionStrategy,
     EventTimeBasedCompactionStrategy,
     InvalidThresholdError,
+    iso_ms,
     to_epoch_ms,
 )
 from evt_toolkit.errors import EvtError, InvalidActionError, TimelineError
-from evt_toolkit.table.inspect import schema_summary
 from evt_toolkit.table.timeline import COMPACTION, LOG_COMPACTION
 
 if TYPE_CHECKING:
@@ -60,7 +64,10 @@ if TYPE_CHECKING:
     from evt_toolkit.services.unschedule import UnscheduleReport
 
 __all__ = [
+    "BLOCK_FILTERS",
+    "BLOCK_SORTS",
     "HEATMAP_SLICE_THRESHOLD",
+    "MAX_REPLAY_SLICES",
     "STRATEGIES",
     "THRESHOLD_MODES",
     "BlockRow",
@@ -75,13 +82,18 @@ __all__ = [
     "ThresholdPreviewModel",
     "TimelineModel",
     "format_bytes",
+    "format_count",
+    "format_duration",
     "format_ms",
     "ms_to_timestamps",
 ]
 
-#: Above this many file slices the distribution shows a slice × time heatmap instead of one strip per slice:
-#: a strip per slice stops being readable (and plotly stops being quick) long before 10k categories.
+#: Above this many file slices the distribution shows a slice × time heatmap instead of one line per slice.
 HEATMAP_SLICE_THRESHOLD = 200
+
+#: The replay chart draws at most this many slices (one line each); beyond, the slices with the most out-of-order
+#: logs are drawn and the rest counted.
+MAX_REPLAY_SLICES = 40
 
 #: Strategy names the preview and runner accept, in the order a selector shows them.
 STRATEGIES: tuple[str, ...] = STRATEGY_NAMES
@@ -92,24 +104,58 @@ THRESHOLD_MODES: tuple[str, ...] = ("threshold", "data_latency", "allowed_latene
 #: ``HoodieCommandBlock.HoodieCommandBlockTypeEnum`` ordinals (the only one Hudi has is the rollback block).
 _COMMAND_TYPES = {"0": "ROLLBACK_BLOCK"}
 
+#: Event times before this (1973-03-03, 1e11 ms) are almost always epoch *seconds* read as milliseconds.
+_PLAUSIBLE_MS = 100_000_000_000
+
 
 # -- formatting -------------------------------------------------------------------------------------------------
 
 
 def format_ms(ms: int | None) -> str:
-    """Epoch milliseconds as a readable UTC time (``2013-01-01 05:00:00 UTC``), ``-`` for ``None``.
+    """Epoch milliseconds as ISO-8601 UTC (``2013-01-01T05:00:00.000Z``), ``-`` for ``None``.
 
     Example:
         >>> format_ms(1357016400000)
-        '2013-01-01 05:00:00 UTC'
+        '2013-01-01T05:00:00.000Z'
+    """
+    return "-" if ms is None else iso_ms(int(ms))
+
+
+def format_count(n: int | None) -> str:
+    """A count with thousands separators, ``-`` for ``None``.
+
+    Example:
+        >>> format_count(4890083)
+        '4,890,083'
+    """
+    return "-" if n is None else f"{int(n):,}"
+
+
+def format_duration(ms: int | float | None) -> str:
+    """A duration the way a person says it: ``45 s``, ``12 min``, ``3 h 20 min``, ``5 d 4 h``, ``13.9 years``.
+
+    Example:
+        >>> format_duration(438_254_421_000), format_duration(12_000_000)
+        ('13.9 years', '3 h 20 min')
     """
     if ms is None:
         return "-"
-    dt = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=int(ms))
-    text = dt.strftime("%Y-%m-%d %H:%M:%S")
-    if dt.microsecond:
-        text += f".{dt.microsecond // 1000:03d}"
-    return text + " UTC"
+    sign = "-" if ms < 0 else ""
+    s = abs(float(ms)) / 1000
+    if s < 1:
+        return f"{sign}{abs(float(ms)):.0f} ms"
+    if s < 60:
+        return f"{sign}{s:.0f} s"
+    minutes, hours, days = s / 60, s / 3600, s / 86400
+    if minutes < 60:
+        return f"{sign}{minutes:.0f} min"
+    if hours < 24:
+        h, m = divmod(round(minutes), 60)
+        return f"{sign}{h} h" + (f" {m} min" if m else "")
+    if days < 365:
+        d, h = divmod(round(hours), 24)
+        return f"{sign}{d} d" + (f" {h} h" if h else "")
+    return f"{sign}{days / 365.25:.1f} years"
 
 
 def ms_to_timestamps(values: Sequence[int | None] | np.ndarray) -> pd.Series:
@@ -141,17 +187,42 @@ def slice_labels(pairs: Sequence[tuple[str | None, str | None]]) -> list[str]:
     ]
 
 
+def log_label(name: str) -> str:
+    """The part of a log file name that tells it from its neighbours: ``log.12_0-1-0`` (version and write token).
+
+    The file id and base instant before it are the same for every log of a slice.
+
+    Example:
+        >>> log_label(".00000000-d6b8-451f-8853-345f2b9aa84b-0_20261122030319696.log.12_0-1-0")
+        'log.12_0-1-0'
+    """
+    i = name.rfind(".log.")
+    return name[i + 1 :] if i >= 0 else name
+
+
+def epoch_unit_hint(values_ms: Sequence[int] | np.ndarray) -> str | None:
+    """Why event times that all fall before 1973 are suspicious (epoch seconds read as milliseconds), else ``None``."""
+    vals = [int(v) for v in values_ms]
+    if vals and max(vals) < _PLAUSIBLE_MS:
+        return (
+            f"every event time is before {format_ms(_PLAUSIBLE_MS)}: the field probably holds epoch seconds (or "
+            "another unit), while integer event times are read as milliseconds — check the event-time field"
+        )
+    return None
+
+
 # -- log header inspector -------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
 class SelectedPath:
-    """The inspector's cascade: partition → file group → file slice (base instant) → log file."""
+    """What the inspector shows: every log block of the table's latest slices (``whole_table``), or of one file
+    slice (partition → file group → slice by its base instant)."""
 
     partition: str | None = None
     file_id: str | None = None
     base_instant: str | None = None
-    log_file: str | None = None
+    whole_table: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,15 +230,25 @@ class BlockRow:
     """One log block as the inspector shows it.
 
     Attributes:
+        key: unique within the table (``partition/log_file@offset``).
+        replay: position in replay order within the scope shown (0-based).
         index: position of the block in its log file.
+        log_file: the log file's name; ``log`` its distinguishing tail (:func:`log_label`).
         status: ``ok``, ``uncommitted`` (written by an instant that is not a completed commit: inflight, failed or
             rolled back — readers skip it), ``rolled_back`` (targeted by a rollback command block of the same log
             file) or ``corrupt``.
         command_type: for command blocks, Hudi's command (``ROLLBACK_BLOCK``).
-        schema: a compact one-line view of the ``SCHEMA`` header.
+        schema_fields: number of fields of the ``SCHEMA`` header (0 without one).
         header: every header entry, by Hudi's header name.
     """
 
+    key: str
+    replay: int
+    partition: str
+    file_id: str
+    log_file: str
+    log: str
+    version: int
     index: int
     offset: int
     size: int
@@ -180,7 +261,7 @@ class BlockRow:
     min_event_time: int | None
     min_event_time_source: str | None
     command_type: str | None
-    schema: str
+    schema_fields: int
     status: str
     header: Mapping[str, str]
 
@@ -191,33 +272,76 @@ class BlockRow:
             return "-"
         return f"{format_ms(self.min_event_time)} ({self.min_event_time_source})"
 
+    @property
+    def status_text(self) -> str:
+        """The status in words."""
+        return {
+            "ok": "committed",
+            "uncommitted": "NOT COMMITTED (readers skip it)",
+            "rolled_back": "ROLLED BACK",
+            "corrupt": f"CORRUPT: {self.corrupt_reason or ''}",
+        }[self.status]
+
+
+#: Sort orders of the inspector table: name → (label, key function).
+BLOCK_SORTS: dict[str, tuple[str, Callable[[BlockRow], Any]]] = {
+    "replay": ("replay order", lambda r: r.replay),
+    "min_event_time": (
+        "min event time",
+        lambda r: (r.min_event_time is None, r.min_event_time if r.min_event_time is not None else 0, r.replay),
+    ),
+    "instant": ("instant", lambda r: (r.instant_time or "", r.replay)),
+    "records": ("records", lambda r: (r.record_count or 0, r.replay)),
+    "size": ("size", lambda r: (r.size, r.replay)),
+    "type": ("block type", lambda r: (r.block_type, r.replay)),
+    "status": ("status", lambda r: (r.status != "ok", r.status, r.replay)),
+}
+
+#: Filters of the inspector table: name → (label, predicate).
+BLOCK_FILTERS: dict[str, tuple[str, Callable[[BlockRow], bool]]] = {
+    "all": ("all blocks", lambda r: True),
+    "data": ("data blocks", lambda r: r.block_type in ("AVRO_DATA", "PARQUET_DATA", "HFILE_DATA", "CDC_DATA")),
+    "delete": ("delete blocks", lambda r: r.block_type == "DELETE"),
+    "command": ("command blocks", lambda r: r.block_type == "COMMAND"),
+    "problems": ("not committed, rolled back or corrupt", lambda r: r.status != "ok"),
+    "no_event_time": (
+        "data without a known min event time",
+        lambda r: bool(r.record_count) and r.min_event_time is None,
+    ),
+}
+
 
 class LogHeaderModel:
-    """Cascade over partitions, file groups, file slices and log files, and the blocks of the chosen log file.
+    """Every log block of a file slice (or of all the latest slices) as a sortable, filterable table, and each
+    block's full header.
 
     Block facts come from ``table.inspect.log_blocks`` (headers only, unless a min event time needs a scan), loaded
-    per file group and kept until :meth:`refresh`.
+    once per file group (or once for the whole table) and kept until :meth:`refresh`.
 
     Args:
         table: the table.
         event_time_field: field whose min event time is shown; defaults to the table's.
+        whole_table: start on every block of the table's latest slices instead of the first slice.
 
     Example:
         >>> m = LogHeaderModel(t)  # doctest: +SKIP
-        >>> m.options["partition"], m.selected.log_file  # doctest: +SKIP
-        >>> m.header_details(0)["INSTANT_TIME"]  # doctest: +SKIP
+        >>> m.set_sort("min_event_time"); m.visible_rows[0].min_event_time  # doctest: +SKIP
+        >>> m.header_details(m.visible_rows[0].key)["INSTANT_TIME"]  # doctest: +SKIP
     """
 
-    LEVELS: tuple[str, ...] = ("partition", "file_id", "base_instant", "log_file")
+    LEVELS: tuple[str, ...] = ("partition", "file_id", "base_instant")
 
-    def __init__(self, table: HudiTable, event_time_field: str | None = None) -> None:
+    def __init__(self, table: HudiTable, event_time_field: str | None = None, *, whole_table: bool = False) -> None:
         self.table = table
         self.event_time_field = event_time_field
-        self._blocks: dict[tuple[str, str], pa.Table] = {}
+        self._blocks: dict[tuple[str, str] | None, pa.Table] = {}
         self._groups: dict[tuple[str, str], list[tuple[str, tuple[str, ...], str | None]]] = {}
-        self.selected = SelectedPath()
+        self.selected = SelectedPath(whole_table=whole_table)
         self.options: dict[str, list[str]] = {level: [] for level in self.LEVELS}
         self.rows: list[BlockRow] = []
+        self.sort_by = "replay"
+        self.descending = False
+        self.filter = "all"
         self.refresh()
 
     def refresh(self) -> None:
@@ -231,7 +355,8 @@ class LogHeaderModel:
                 (s.base_instant, tuple(lf.name for lf in s.log_files), s.base_file.name if s.base_file else None)
                 for s in g.slices
             ]
-        self.select(self.selected.partition, self.selected.file_id, self.selected.base_instant, self.selected.log_file)
+        s = self.selected
+        self.select(s.partition, s.file_id, s.base_instant, whole_table=s.whole_table)
 
     # -- options per level --------------------------------------------------------------------------------------------
     def partitions(self) -> list[str]:
@@ -265,63 +390,76 @@ class LogHeaderModel:
         partition: str | None = None,
         file_id: str | None = None,
         base_instant: str | None = None,
-        log_file: str | None = None,
+        *,
+        whole_table: bool = False,
     ) -> SelectedPath:
-        """Choose a path; a level left ``None`` (or no longer present) falls back to its first option.
+        """Choose what to show: one slice (a level left ``None``, or no longer present, falls back to its first
+        option, preferring a slice with log files) or, with ``whole_table``, every latest slice.
 
         Example:
             >>> m.select(partition="origin=JFK").file_id  # doctest: +SKIP
         """
 
-        def pick(options: list[str], wanted: str | None) -> str | None:
+        def pick(options: list[str], wanted: str | None, prefer: Callable[[str], bool] = lambda _: True) -> str | None:
             if wanted is not None and wanted in options:
                 return wanted
-            return options[0] if options else None
+            return next((o for o in options if prefer(o)), options[0] if options else None)
 
         opts: dict[str, list[str]] = {level: [] for level in self.LEVELS}
         opts["partition"] = self.partitions()
-        p = pick(opts["partition"], partition)
+        # The first slice with log files, not an empty one: an inspector that opens on nothing explains nothing.
+        p = pick(opts["partition"], partition, lambda pp: any(self._has_logs(pp, f) for f in self.file_groups(pp)))
         opts["file_id"] = self.file_groups(p) if p is not None else []
-        # A new partition invalidates the lower levels' choices unless they still exist there.
-        f = pick(opts["file_id"], file_id)
+        f = pick(opts["file_id"], file_id, lambda ff: p is not None and self._has_logs(p, ff))
         opts["base_instant"] = self.file_slices(p, f) if p is not None and f is not None else []
         b = pick(opts["base_instant"], base_instant)
-        opts["log_file"] = self.log_files(p, f, b) if p is not None and f is not None and b is not None else []
-        lf = pick(opts["log_file"], log_file)
         self.options = opts
-        self.selected = SelectedPath(p, f, b, lf)
-        self.rows = self._rows_for(self.selected)
+        self.selected = SelectedPath(p, f, b, whole_table)
+        self.rows = self._load_rows()
         return self.selected
 
+    def _has_logs(self, partition: str, file_id: str) -> bool:
+        slices = self._groups.get((partition, file_id), [])
+        return bool(slices and slices[0][1])
+
     # -- blocks ---------------------------------------------------------------------------------------------------
-    def blocks_of_group(self, partition: str, file_id: str) -> pa.Table:
-        """``inspect.log_blocks`` of every slice of one file group (cached)."""
-        key = (partition, file_id)
+    def _blocks_of(self, key: tuple[str, str] | None) -> pa.Table:
         tbl = self._blocks.get(key)
         if tbl is None:
-            tbl = self.table.inspect.log_blocks(
-                partition, file_id, event_time_field=self.event_time_field, all_slices=True
-            )
+            if key is None:
+                tbl = self.table.inspect.log_blocks(event_time_field=self.event_time_field)
+            else:
+                tbl = self.table.inspect.log_blocks(
+                    key[0], key[1], event_time_field=self.event_time_field, all_slices=True
+                )
             self._blocks[key] = tbl
         return tbl
 
-    def _rows_for(self, sel: SelectedPath) -> list[BlockRow]:
-        if sel.partition is None or sel.file_id is None or sel.log_file is None:
+    def _load_rows(self) -> list[BlockRow]:
+        sel = self.selected
+        if sel.whole_table:
+            records = self._blocks_of(None).to_pylist()
+        elif sel.partition is None or sel.file_id is None or sel.base_instant is None:
             return []
-        tbl = self.blocks_of_group(sel.partition, sel.file_id)
-        mine = tbl.filter(pc.equal(tbl.column("log_file"), sel.log_file)).to_pylist()
-        # Hudi's rollback command block names the instant it undoes; its earlier blocks in this file are dead.
+        else:
+            names = set(self.log_files(sel.partition, sel.file_id, sel.base_instant))
+            records = [r for r in self._blocks_of((sel.partition, sel.file_id)).to_pylist() if r["log_file"] in names]
+        # Hudi's rollback command block names the instant it undoes; that instant's blocks in the same file are dead.
         rolled_back = {
-            r["target_instant_time"]
-            for r in mine
+            (r["partition_path"], r["log_file"], r["target_instant_time"])
+            for r in records
             if r["block_type"] == "COMMAND" and r["target_instant_time"] is not None
         }
         out: list[BlockRow] = []
-        for i, r in enumerate(mine):
+        index_in_file: dict[tuple[str, str], int] = {}
+        for i, r in enumerate(records):
             header = {str(k): str(v) for k, v in (r["header"] or [])}
+            file_key = (r["partition_path"] or "", r["log_file"])
+            index = index_in_file.get(file_key, 0)
+            index_in_file[file_key] = index + 1
             if r["block_type"] == "CORRUPT":
                 status = "corrupt"
-            elif r["block_type"] != "COMMAND" and r["instant_time"] in rolled_back:
+            elif r["block_type"] != "COMMAND" and (*file_key, r["instant_time"]) in rolled_back:
                 status = "rolled_back"
             elif r["committed"] is False:
                 status = "uncommitted"
@@ -330,7 +468,14 @@ class LogHeaderModel:
             cmd = header.get("COMMAND_BLOCK_TYPE")
             out.append(
                 BlockRow(
-                    index=i,
+                    key=f"{file_key[0]}/{file_key[1]}@{int(r['offset'])}",
+                    replay=i,
+                    partition=file_key[0],
+                    file_id=str(r["file_id"]),
+                    log_file=r["log_file"],
+                    log=log_label(r["log_file"]),
+                    version=int(r["version"] or 0),
+                    index=index,
                     offset=int(r["offset"]),
                     size=int(r["size"]),
                     block_type=str(r["block_type"]),
@@ -342,69 +487,151 @@ class LogHeaderModel:
                     min_event_time=r["min_event_time"],
                     min_event_time_source=r["min_event_time_source"],
                     command_type=None if cmd is None else _COMMAND_TYPES.get(cmd, cmd),
-                    schema=schema_summary(header.get("SCHEMA")),
+                    schema_fields=_schema_field_count(header.get("SCHEMA")),
                     status=status,
                     header=header,
                 )
             )
         return out
 
-    def header_details(self, block_index: int) -> dict[str, str]:
-        """Every header entry of one block of the selected log file; ``SCHEMA`` pretty-printed.
+    # -- the table ----------------------------------------------------------------------------------------------------
+    def set_sort(self, column: str, descending: bool = False) -> None:
+        """Sort the table by one of :data:`BLOCK_SORTS`."""
+        if column not in BLOCK_SORTS:
+            raise InvalidActionError(f"cannot sort by {column!r}; choose one of {', '.join(BLOCK_SORTS)}")
+        self.sort_by, self.descending = column, descending
+
+    def set_filter(self, name: str) -> None:
+        """Show only the blocks of one of :data:`BLOCK_FILTERS`."""
+        if name not in BLOCK_FILTERS:
+            raise InvalidActionError(f"unknown filter {name!r}; choose one of {', '.join(BLOCK_FILTERS)}")
+        self.filter = name
+
+    @property
+    def visible_rows(self) -> list[BlockRow]:
+        """The rows of the scope, filtered and sorted."""
+        keep = BLOCK_FILTERS[self.filter][1]
+        rows = sorted((r for r in self.rows if keep(r)), key=BLOCK_SORTS[self.sort_by][1], reverse=self.descending)
+        if self.sort_by == "min_event_time":
+            # Blocks without a min event time go last whichever way the column is sorted.
+            rows = [r for r in rows if r.min_event_time is not None] + [r for r in rows if r.min_event_time is None]
+        return rows
+
+    def row(self, key: str) -> BlockRow:
+        """The block with ``key``.
 
         Raises:
-            IndexError: no such block.
+            KeyError: no such block in the scope.
         """
-        row = self.rows[block_index]
-        out = dict(row.header)
-        schema = out.get("SCHEMA")
-        if schema:
-            # A schema header that is not JSON stays as written: it is itself worth seeing.
-            with contextlib.suppress(ValueError):
-                out["SCHEMA"] = json.dumps(json.loads(schema), indent=2)
+        for r in self.rows:
+            if r.key == key:
+                return r
+        raise KeyError(key)
+
+    def summary(self) -> dict[str, Any]:
+        """Figures of the scope: slices, log files, blocks by status, records, bytes, min event time range."""
+        rows = self.rows
+        known = [r.min_event_time for r in rows if r.min_event_time is not None]
+        data = [r for r in rows if BLOCK_FILTERS["data"][1](r)]
+        return {
+            "log_files": len({(r.partition, r.log_file) for r in rows}),
+            "blocks": len(rows),
+            "data_blocks": len(data),
+            "delete_blocks": sum(1 for r in rows if r.block_type == "DELETE"),
+            "command_blocks": sum(1 for r in rows if r.block_type == "COMMAND"),
+            "not_ok": sum(1 for r in rows if r.status != "ok"),
+            "records": sum(r.record_count or 0 for r in rows),
+            "bytes": sum(r.size for r in rows),
+            "min_event_time": min(known) if known else None,
+            "max_min_event_time": max(known) if known else None,
+            "unknown_event_time": sum(1 for r in data if r.record_count and r.min_event_time is None),
+            "sources": sorted({r.min_event_time_source for r in rows if r.min_event_time_source}),
+        }
+
+    def header_details(self, key: str) -> dict[str, str]:
+        """Every header entry of one block but ``SCHEMA`` (see :meth:`schema_details`); ``MIN_EVENT_TIME`` readable.
+
+        Raises:
+            KeyError: no such block.
+        """
+        out = {k: v for k, v in self.row(key).header.items() if k != "SCHEMA"}
         if "MIN_EVENT_TIME" in out:
             with contextlib.suppress(ValueError):
                 out["MIN_EVENT_TIME"] = f"{out['MIN_EVENT_TIME']} ({format_ms(int(out['MIN_EVENT_TIME']))})"
         return out
 
+    def schema_details(self, key: str) -> tuple[str, str] | None:
+        """``(one-line summary, pretty-printed JSON)`` of a block's ``SCHEMA`` header, ``None`` without one."""
+        schema = self.row(key).header.get("SCHEMA")
+        if not schema:
+            return None
+        try:
+            parsed = json.loads(schema)
+        except ValueError:
+            return ("SCHEMA (not JSON)", schema)  # a schema header that is not JSON is itself worth seeing
+        fields = [f.get("name", "?") for f in parsed.get("fields", [])] if isinstance(parsed, dict) else []
+        own = [f for f in fields if not f.startswith("_hoodie_")]
+        name = parsed.get("name", "record") if isinstance(parsed, dict) else "record"
+        summary = f"{name}: {len(fields)} fields ({len(fields) - len(own)} Hudi meta fields, then {', '.join(own[:6])}"
+        summary += ", …)" if len(own) > 6 else ")"
+        return summary, json.dumps(parsed, indent=2)
+
     def frame(self) -> pd.DataFrame:
-        """The selected log file's blocks as a pandas frame (without the full header)."""
+        """The visible rows as a pandas frame (without the headers)."""
         cols = [
+            "replay",
+            "partition",
+            "log",
             "index",
             "block_type",
-            "offset",
-            "size",
-            "record_count",
             "instant_time",
+            "status",
+            "record_count",
+            "size",
             "min_event_time",
             "min_event_time_source",
-            "command_type",
-            "target_instant_time",
-            "status",
-            "schema",
+            "schema_fields",
         ]
-        return pd.DataFrame([{c: getattr(r, c) for c in cols} for r in self.rows], columns=cols)
+        return pd.DataFrame([{c: getattr(r, c) for c in cols} for r in self.visible_rows], columns=cols)
+
+
+def _schema_field_count(schema: str | None) -> int:
+    if not schema:
+        return 0
+    try:
+        parsed = json.loads(schema)
+    except ValueError:
+        return 0
+    return len(parsed.get("fields", [])) if isinstance(parsed, dict) else 0
 
 
 # -- event-time distribution ----------------------------------------------------------------------------------------
 
+DISTRIBUTION_MODES: tuple[str, ...] = ("auto", "replay", "heatmap")
+
 
 class DistributionModel:
-    """Per file slice, the min event times of its log files, as frames for strip/box, histogram and heatmap.
+    """Per file slice, the min event time of each log in replay order: out-of-order logs and, with T, the logs a
+    compaction at T selects and the ones the prefix rule forces in.
+
+    A log is *out of order* when its min event time is older than the min event time of a log replayed before it
+    in the same slice (it arrived late). An event-time compaction takes, per slice, the shortest prefix in replay
+    order holding every log with min event time ≤ T: the logs inside that prefix whose own min is > T are *forced*.
 
     Args:
         table: the table (``None`` when ``slices`` are given).
         event_time_field: defaults to the table's.
         threshold: T to draw (epoch ms, datetime or ISO string).
         slices: precomputed slices (tests, benchmarks) instead of reading the table.
-        mode: ``auto`` (heatmap above :data:`HEATMAP_SLICE_THRESHOLD` slices), ``strip`` or ``heatmap``.
+        mode: ``auto`` (heatmap above :data:`HEATMAP_SLICE_THRESHOLD` slices), ``replay`` or ``heatmap``.
 
     Example:
         >>> from evt_toolkit.compaction.model import LogFileInfo as L, SliceInfo
-        >>> s = SliceInfo("p", "f", "1", None, None, (L.synthetic("f", 1, min_event_time=10),))
-        >>> m = DistributionModel(slices=[s])
-        >>> len(m.points), m.use_heatmap
-        (1, False)
+        >>> s = SliceInfo("p", "f", "1", None, None, (L.synthetic("f", 1, min_event_time=50),
+        ...                                             L.synthetic("f", 2, min_event_time=10)))
+        >>> m = DistributionModel(slices=[s], threshold=20)
+        >>> m.points[["position", "out_of_order", "selected", "forced"]].values.tolist()
+        [[0, False, False, True], [1, True, True, False]]
     """
 
     def __init__(
@@ -425,6 +652,7 @@ class DistributionModel:
         self.set_mode(mode)
         self._given = None if slices is None else list(slices)
         self.slices: list[SliceInfo] = []
+        self.logs = pd.DataFrame()
         self.points = pd.DataFrame()
         self.unknown = pd.DataFrame()
         self.refresh()
@@ -439,15 +667,38 @@ class DistributionModel:
             self.slices = slice_infos(self.table, self.event_time_field)
         logs = log_files_table(self.slices).to_pandas()
         labels = slice_labels([(s.partition_path, s.file_id) for s in self.slices])
-        if len(logs):
-            logs["slice"] = [labels[i] for i in logs["slice_index"]]
-        else:
-            logs["slice"] = pd.Series(dtype=str)
+        logs["slice"] = [labels[i] for i in logs["slice_index"]] if len(logs) else pd.Series(dtype=str)
         self.slice_labels = labels
+        self.logs = logs
         known = logs[logs["has_data"] & logs["min_event_time"].notna()].copy()
         known["min_event_time"] = known["min_event_time"].astype("int64")
         known["time"] = ms_to_timestamps(known["min_event_time"].to_numpy()).to_numpy()
-        self.points = known[
+        # Out of order: older than a log replayed before it in the same slice (running max of the earlier minimums).
+        earlier_max = known.groupby("slice_index")["min_event_time"].cummax().groupby(known["slice_index"]).shift(1)
+        known["out_of_order"] = (known["min_event_time"] < earlier_max).fillna(False).astype(bool)
+        self._known = known.reset_index(drop=True)
+        # Logs with data but no known min event time cannot be placed on a time axis; count them instead.
+        self.unknown = logs[logs["has_data"] & logs["min_event_time"].isna()][
+            ["slice_index", "slice", "log_file"]
+        ].reset_index(drop=True)
+        self._mark()
+
+    def _mark(self) -> None:
+        """Selected (min ≤ T) and forced (inside a slice's prefix, min > T) flags for the current T."""
+        pts = self._known.copy()
+        t = self.threshold_ms
+        if t is None or pts.empty:
+            pts["selected"] = False
+            pts["forced"] = False
+        else:
+            pts["selected"] = pts["min_event_time"] <= t
+            # The prefix of a slice ends at its last log (any log, by position) whose min is ≤ T.
+            logs = self.logs
+            sel_all = logs["has_data"] & logs["min_event_time"].notna() & (logs["min_event_time"] <= t)
+            last = logs[sel_all].groupby("slice_index")["position"].max()
+            prefix_end = pts["slice_index"].map(last)
+            pts["forced"] = (~pts["selected"]) & prefix_end.notna() & (pts["position"] < prefix_end.fillna(-1))
+        self.points = pts[
             [
                 "slice_index",
                 "slice",
@@ -459,22 +710,22 @@ class DistributionModel:
                 "min_event_time",
                 "min_event_time_source",
                 "time",
+                "out_of_order",
+                "selected",
+                "forced",
             ]
-        ].reset_index(drop=True)
-        # Logs with data but no known min event time cannot be placed on a time axis; count them instead.
-        self.unknown = logs[logs["has_data"] & logs["min_event_time"].isna()][
-            ["slice_index", "slice", "log_file"]
-        ].reset_index(drop=True)
+        ]
 
     # -- settings -----------------------------------------------------------------------------------------------------
     def set_threshold(self, threshold: Any) -> None:
         """Set T (epoch ms, datetime or ISO string; ``None`` hides the line)."""
         self.threshold_ms = None if threshold is None else to_epoch_ms(threshold)
+        self._mark()
 
     def set_mode(self, mode: str) -> None:
-        """``auto``, ``strip`` or ``heatmap``."""
-        if mode not in ("auto", "strip", "heatmap"):
-            raise InvalidActionError(f"mode must be auto, strip or heatmap, got {mode!r}")
+        """``auto``, ``replay`` or ``heatmap``."""
+        if mode not in DISTRIBUTION_MODES:
+            raise InvalidActionError(f"mode must be one of {', '.join(DISTRIBUTION_MODES)}, got {mode!r}")
         self.mode = mode
 
     @property
@@ -484,21 +735,52 @@ class DistributionModel:
             return len(self.slices) > HEATMAP_SLICE_THRESHOLD
         return self.mode == "heatmap"
 
+    # -- states -------------------------------------------------------------------------------------------------------
+    @property
+    def empty_reason(self) -> str | None:
+        """Why there is nothing to plot, in words; ``None`` when there is."""
+        if not len(self.logs):
+            return "no file slice has log files: there is nothing an event-time compaction could select"
+        if self.points.empty:
+            n = int(self.logs["has_data"].sum())
+            if not n:
+                return (
+                    f"the {len(self.logs):,} log file(s) hold no data blocks (deletes or commands only): "
+                    "they have no event time to plot"
+                )
+            return (
+                f"none of the {n:,} log file(s) with data has a known min event time: no MIN_EVENT_TIME header, no "
+                "minEventTime write stat, and no event-time field to scan (set the event-time field)"
+            )
+        return None
+
+    @property
+    def unit_hint(self) -> str | None:
+        """A warning when the min event times look like epoch seconds."""
+        return epoch_unit_hint(self.points["min_event_time"].to_numpy()) if len(self.points) else None
+
     # -- frames -------------------------------------------------------------------------------------------------------
+    def replay_slices(self, limit: int = MAX_REPLAY_SLICES) -> list[int]:
+        """Slice indexes the replay chart draws: all, or the ``limit`` with the most out-of-order logs."""
+        have = self.points["slice_index"].drop_duplicates().tolist() if len(self.points) else []
+        if len(have) <= limit:
+            return [int(i) for i in have]
+        ooo = self.points.groupby("slice_index")["out_of_order"].sum().sort_values(ascending=False, kind="stable")
+        return sorted(int(i) for i in ooo.index[:limit])
+
     def per_slice(self) -> pd.DataFrame:
-        """One row per slice with logs of known min event time: count, min, quartiles, max (epoch ms)."""
-        cols = ["slice", "logs", "min", "q1", "median", "q3", "max"]
+        """One row per slice with logs of known min event time: count, out-of-order logs, min, median, max (ms)."""
+        cols = ["slice", "logs", "out_of_order", "min", "median", "max"]
         if self.points.empty:
             return pd.DataFrame(columns=cols)
-        g = self.points.groupby("slice", sort=False)["min_event_time"]
+        g = self.points.groupby("slice", sort=False)
         out = pd.DataFrame(
             {
                 "logs": g.size(),
-                "min": g.min(),
-                "q1": g.quantile(0.25),
-                "median": g.median(),
-                "q3": g.quantile(0.75),
-                "max": g.max(),
+                "out_of_order": g["out_of_order"].sum(),
+                "min": g["min_event_time"].min(),
+                "median": g["min_event_time"].median(),
+                "max": g["min_event_time"].max(),
             }
         ).reset_index()
         return out[cols]
@@ -518,6 +800,11 @@ class DistributionModel:
             }
         )
 
+    def bin_width_ms(self, bins: int = 50) -> int:
+        """The histogram's bin width (ms): the range of min event times split into ``bins`` equal bins."""
+        h = self.histogram(bins)
+        return int((h["end_ms"] - h["start_ms"]).iloc[0]) if len(h) else 0
+
     def heatmap(self, time_bins: int = 60) -> pd.DataFrame:
         """Slice × time-bin counts of log files (rows: slice labels in table order; columns: bin start times)."""
         vals = self.points["min_event_time"].to_numpy(dtype=np.int64) if len(self.points) else np.array([], np.int64)
@@ -532,9 +819,21 @@ class DistributionModel:
 
     def logs_at_or_below_threshold(self) -> int:
         """Log files whose min event time is ≤ T (0 without T)."""
-        if self.threshold_ms is None or self.points.empty:
-            return 0
-        return int((self.points["min_event_time"] <= self.threshold_ms).sum())
+        return int(self.points["selected"].sum()) if len(self.points) else 0
+
+    def counts(self) -> dict[str, int]:
+        """Slices, logs, logs with a known min event time, out of order, selected and forced at T, unknown."""
+        p = self.points
+        return {
+            "slices": len(self.slices),
+            "log_files": len(self.logs),
+            "known": len(p),
+            "out_of_order": int(p["out_of_order"].sum()) if len(p) else 0,
+            "slices_out_of_order": int(p.groupby("slice_index")["out_of_order"].any().sum()) if len(p) else 0,
+            "selected": int(p["selected"].sum()) if len(p) else 0,
+            "forced": int(p["forced"].sum()) if len(p) else 0,
+            "unknown": len(self.unknown),
+        }
 
 
 def _edges(vals: np.ndarray, bins: int) -> np.ndarray:
@@ -576,12 +875,19 @@ def _duration_strategy(
     return EventTimeBasedCompactionStrategy(allowed_lateness=value_ms, event_time_field=event_time_field)
 
 
+def copy_costs_more(s: Any) -> bool:
+    """Whether a plan writes more (base files plus link copies) than a full compaction would write."""
+    return bool(s.link_bytes_copied) and s.bytes_written_estimate + s.link_bytes_copied > s.full_bytes_written_estimate
+
+
 class ThresholdPreviewModel:
     """What a compaction would select as the threshold (or strategy) changes: a live
     :class:`~evt_toolkit.compaction.preview.PreviewModel` per strategy, built once.
 
     The event-time preview keeps its columnar log table and only recomputes the prefix selection on
-    :meth:`set_threshold`, so it stays interactive on 10k file slices.
+    :meth:`set_threshold`, so it stays interactive on 10k file slices. Hudi's stock strategies that cannot apply
+    to the table (day-based on partitions that are not ``yyyy/MM/dd``) are found once and left out of
+    :attr:`strategy_choices`, with the reason in :attr:`unavailable`.
 
     Args:
         table: the table (``None`` when ``slices`` are given).
@@ -637,6 +943,7 @@ class ThresholdPreviewModel:
         event_model = self._model("event_time")
         rng = event_model.threshold_range()
         self.range_ms: tuple[int, int] | None = rng
+        self.max_event_time_ms: int | None = event_model.max_event_time_ms
         self.threshold_mode = "threshold"
         self.mode_value_ms: int | None = None
         if threshold is not None:
@@ -649,6 +956,14 @@ class ThresholdPreviewModel:
         self.strategy_name = "event_time"
         self.last_elapsed_ms = 0.0
         self.preview: CompactionPreview = event_model.set_threshold(default)
+        self.unavailable: dict[str, str] = {}
+        for name in STRATEGIES:
+            if name == "event_time":
+                continue
+            try:
+                self._model(name)
+            except EvtError as exc:
+                self.unavailable[name] = str(exc)
         if strategy != "event_time":
             self.set_strategy(strategy)
 
@@ -665,6 +980,11 @@ class ThresholdPreviewModel:
             )
             self._models[name] = model
         return model
+
+    @property
+    def strategy_choices(self) -> list[str]:
+        """The strategies that apply to this table, in :data:`STRATEGIES` order."""
+        return [s for s in STRATEGIES if s not in self.unavailable]
 
     # -- inputs -------------------------------------------------------------------------------------------------------
     def set_threshold(self, threshold: Any) -> ThresholdPreviewModel:
@@ -696,7 +1016,12 @@ class ThresholdPreviewModel:
             return self
         value = int(value_ms or 0)
         strategy = _duration_strategy(mode, value)  # validates the value (≥ 0)
-        t = strategy.resolve_threshold(self.now_ms, self._model("event_time").max_event_time_ms)
+        if mode == "allowed_lateness" and self.max_event_time_ms is None:
+            raise InvalidThresholdError(
+                "allowed lateness needs the max ingested event time, and no log of this table records one "
+                "(maxEventTime write stats): choose an explicit threshold or data latency"
+            )
+        t = strategy.resolve_threshold(self.now_ms, self.max_event_time_ms)
         self.threshold_ms = t
         self.threshold_mode, self.mode_value_ms = mode, value
         if self.strategy_name == "event_time":
@@ -707,18 +1032,15 @@ class ThresholdPreviewModel:
         """Switch the strategy (:data:`STRATEGIES`); Hudi's strategies take whole slices.
 
         Raises:
-            InvalidActionError: unknown strategy name.
+            InvalidActionError: unknown strategy name, or one that does not apply to this table (the reason is in
+                the message; the current strategy stays).
         """
         if name not in STRATEGIES:
             raise InvalidActionError(f"unknown strategy {name!r}; expected one of {', '.join(STRATEGIES)}")
-        previous = self.strategy_name
+        if name in self.unavailable:
+            raise InvalidActionError(f"{name} does not apply to this table: {self.unavailable[name]}")
         self.strategy_name = name
-        try:
-            self._recompute()
-        except EvtError:
-            # e.g. DayBasedCompactionStrategy on partitions that are not yyyy/MM/dd: keep the last good preview.
-            self.strategy_name = previous
-            raise
+        self._recompute()
         return self
 
     def _recompute(self) -> None:
@@ -750,14 +1072,33 @@ class ThresholdPreviewModel:
         return self.preview.per_log
 
     @property
+    def empty_reason(self) -> str | None:
+        """Why no event-time threshold can select anything on this table, in words; ``None`` when one can."""
+        s = self.preview.summary
+        if s.logs_total == 0:
+            return "the table has no log files: there is nothing to compact (its read-optimized view is its snapshot)"
+        if self.range_ms is None:
+            return (
+                f"none of its {s.logs_total:,} log file(s) has a known min event time (no data blocks, or no "
+                "event-time field to read it from): an event-time compaction cannot select anything"
+            )
+        return None
+
+    @property
     def freshness(self) -> int | None:
-        """The RO freshness (epoch ms) the plan would give, ``None`` when it cannot be promised."""
-        return self.preview.summary.ro_freshness_ms
+        """The RO freshness (epoch ms) the plan would give, ``None`` when it cannot be promised or when the plan
+        would compact nothing (a plan that changes nothing promises nothing new)."""
+        s = self.preview.summary
+        return s.ro_freshness_ms if s.logs_compacted else None
 
     @property
     def freshness_text(self) -> str:
         """The freshness, or why there is none, in words."""
         s = self.preview.summary
+        if self.empty_reason is not None:
+            return "RO freshness: no plan — " + self.empty_reason
+        if not s.logs_compacted:
+            return "RO freshness: unchanged — this plan would compact nothing"
         if s.ro_freshness_ms is not None:
             return f"RO freshness after the plan: every event ≤ {format_ms(s.ro_freshness_ms)}"
         return "RO freshness: not promised — " + ("; ".join(s.freshness_blockers) or "no threshold")
@@ -782,10 +1123,11 @@ class ThresholdPreviewModel:
             "bytes_read": s.bytes_read,
             "bytes_written": s.bytes_written_estimate,
             "link_bytes_copied": s.link_bytes_copied,
+            "written_total": s.bytes_written_estimate + s.link_bytes_copied,
             "full_logs": s.full_logs_compacted,
             "full_bytes_read": s.full_bytes_read,
             "full_bytes_written": s.full_bytes_written_estimate,
-            "ro_freshness_ms": s.ro_freshness_ms,
+            "ro_freshness_ms": self.freshness,
         }
 
     def totals_lines(self) -> list[str]:
@@ -793,46 +1135,143 @@ class ThresholdPreviewModel:
         t = self.totals
         full_logs = t["full_logs"] or 0
         share = f" ({100 * t['selected_logs'] / full_logs:.0f}% of a full compaction)" if full_logs else ""
-        threshold = "-" if t["threshold_ms"] is None else f"{format_ms(t['threshold_ms'])} ({t['threshold_ms']})"
+        threshold = "-" if t["threshold_ms"] is None else format_ms(t["threshold_ms"])
         return [
             f"strategy: {t['strategy']}",
             f"threshold T: {threshold}",
-            f"selected logs: {t['selected_logs']} of {t['logs_total']}{share}",
-            f"kept logs: {t['kept_logs']}",
-            f"slices compacted: {t['slices_selected']} of {t['slices_candidate']} ({t['slices_partial']} partially)",
-            f"bytes to read: {t['bytes_read']} ({format_bytes(t['bytes_read'])}); full: {t['full_bytes_read']}",
-            f"bytes to write: {t['bytes_written']} ({format_bytes(t['bytes_written'])}); "
-            f"full: {t['full_bytes_written']}",
-            f"links: {t['links']} ({format_bytes(t['link_bytes_copied'])} copied)",
-            f"full compaction logs: {full_logs}",
+            f"selected logs: {t['selected_logs']:,} of {t['logs_total']:,}{share}",
+            f"forced logs: {t['forced_logs']:,} (compacted only because a later log of their slice holds events ≤ T)",
+            f"kept logs: {t['kept_logs']:,}",
+            f"slices compacted: {t['slices_selected']:,} of {t['slices_candidate']:,} with logs "
+            f"({t['slices_partial']:,} partially)",
+            f"bytes to read: {format_bytes(t['bytes_read'])} (full compaction: {format_bytes(t['full_bytes_read'])})",
+            f"bytes to write: {format_bytes(t['written_total'])} = base files ≈ {format_bytes(t['bytes_written'])} + "
+            f"link copies {format_bytes(t['link_bytes_copied'])} (full compaction: "
+            f"{format_bytes(t['full_bytes_written'])})",
+            f"links: {t['links']:,}",
         ]
 
-    def chart_frame(self, max_bars: int = HEATMAP_SLICE_THRESHOLD) -> pd.DataFrame:
-        """Compacted vs kept logs per bar: one bar per slice, or per partition (then per slice range) when there
-        are more slices than ``max_bars`` — a bar per slice is unreadable long before 10k slices.
+    def warnings(self) -> list[str]:
+        """What an operator should know before scheduling this plan, in words."""
+        s = self.preview.summary
+        out: list[str] = []
+        if copy_costs_more(s):
+            out.append(
+                f"copying the {s.links:,} leftover log(s) ({format_bytes(s.link_bytes_copied)}) makes this plan write "
+                f"{format_bytes(s.bytes_written_estimate + s.link_bytes_copied)}, more than a full compaction "
+                f"(≈ {format_bytes(s.full_bytes_written_estimate)}): compact everything, or link by symlink "
+                "where the storage has them"
+            )
+        if self.strategy_name == "event_time" and self.range_ms is not None:
+            lo, hi = self.range_ms
+            how = {
+                "data_latency": "T = compaction time − data latency",
+                "allowed_lateness": "T = max event time − lateness",
+            }.get(self.threshold_mode, "T")
+            if self.threshold_ms > hi:
+                out.append(
+                    f"{how} = {format_ms(self.threshold_ms)} is after every log's min event time (the latest is "
+                    f"{format_ms(hi)}): the plan takes every log with data"
+                    + (
+                        " — on a table replaying history, allowed lateness fits better than data latency"
+                        if self.threshold_mode == "data_latency"
+                        else ""
+                    )
+                )
+            elif self.threshold_ms < lo:
+                out.append(
+                    f"{how} = {format_ms(self.threshold_ms)} is before every log's min event time (the earliest is "
+                    f"{format_ms(lo)}): the plan compacts nothing"
+                )
+            hint = epoch_unit_hint([lo, hi])
+            if hint:
+                out.append(hint)
+        return out
 
-        Columns: ``label``, ``compacted``, ``kept``.
+    def notes(self) -> list[str]:
+        """Strategies left out of the selector, and why."""
+        return [f"{name} is not offered: {reason}" for name, reason in self.unavailable.items()]
+
+    def slider_range(self) -> tuple[int, int]:
+        """``(lo, hi)`` epoch ms for a threshold slider: the min event times of the logs (through the max event
+        time recorded), widened to at least an hour and to the current T."""
+        t = self.threshold_ms
+        if self.range_ms is None:
+            lo, hi = t - 3_600_000, t
+        else:
+            lo, hi = self.range_ms
+            if self.max_event_time_ms is not None and lo <= self.max_event_time_ms <= lo + 366 * 86_400_000:
+                hi = max(hi, self.max_event_time_ms)
+        lo, hi = min(lo, t), max(hi, t)
+        if hi - lo < 3_600_000:
+            mid = lo + (hi - lo) // 2
+            lo, hi = mid - 1_800_000, mid + 1_800_000
+        return int(lo), int(hi)
+
+    def cost_curve(self, points: int = 48) -> pd.DataFrame:
+        """The event-time plan's figures for ``points`` thresholds across :meth:`slider_range` — what compacting up
+        to each T costs, next to a full compaction.
+
+        Columns: ``threshold_ms``, ``threshold`` (timestamp), ``logs_compacted``, ``forced``, ``links``,
+        ``bytes_read``, ``bytes_written`` (base files), ``link_bytes_copied``, ``written_total``, ``full_bytes_read``,
+        ``full_bytes_written``.
+        """
+        lo, hi = self.slider_range()
+        model = self._model("event_time")
+        ts = np.unique(np.linspace(lo, hi, max(2, points)).astype(np.int64))
+        rows = []
+        for t in ts:
+            s = model.set_threshold(int(t)).summary
+            rows.append(
+                {
+                    "threshold_ms": int(t),
+                    "logs_compacted": s.logs_compacted,
+                    "forced": s.logs_forced,
+                    "links": s.links,
+                    "bytes_read": s.bytes_read,
+                    "bytes_written": s.bytes_written_estimate,
+                    "link_bytes_copied": s.link_bytes_copied,
+                    "written_total": s.bytes_written_estimate + s.link_bytes_copied,
+                    "full_bytes_read": s.full_bytes_read,
+                    "full_bytes_written": s.full_bytes_written_estimate,
+                }
+            )
+        model.set_threshold(self.threshold_ms)  # the live model is shared: put it back where the slider is
+        frame = pd.DataFrame(rows)
+        frame["threshold"] = ms_to_timestamps(frame["threshold_ms"].to_numpy()).to_numpy()
+        return frame
+
+    def chart_frame(self, max_bars: int = HEATMAP_SLICE_THRESHOLD) -> pd.DataFrame:
+        """Compacted (selected by T, forced) vs kept logs per bar: one bar per slice, or per partition (then per
+        slice range) when there are more slices than ``max_bars`` — a bar per slice is unreadable long before 10k.
+
+        Columns: ``label``, ``compacted`` (all compacted, forced included), ``forced``, ``kept``.
         """
         ps = self.preview.per_slice
         compacted = ps.column("logs_compacted").to_numpy().astype(np.int64)
+        forced = ps.column("logs_forced").to_numpy().astype(np.int64)
         total = ps.column("num_log_files").to_numpy().astype(np.int64)
         kept = total - compacted
         n = ps.num_rows
         if n <= max_bars:
             pairs = zip(ps.column("partition_path").to_pylist(), ps.column("file_id").to_pylist(), strict=True)
             labels = slice_labels(list(pairs))
-            return pd.DataFrame({"label": labels, "compacted": compacted, "kept": kept})
+            return pd.DataFrame({"label": labels, "compacted": compacted, "forced": forced, "kept": kept})
         parts = ps.column("partition_path").to_pandas().fillna("")
-        frame = pd.DataFrame({"label": parts, "compacted": compacted, "kept": kept})
+        frame = pd.DataFrame({"label": parts, "compacted": compacted, "forced": forced, "kept": kept})
         grouped = frame.groupby("label", sort=False, as_index=False).sum()
         if len(grouped) <= max_bars:
             return grouped
         group = np.arange(n) * max_bars // n
-        out = pd.DataFrame({"g": group, "compacted": compacted, "kept": kept}).groupby("g", as_index=False).sum()
+        out = (
+            pd.DataFrame({"g": group, "compacted": compacted, "forced": forced, "kept": kept})
+            .groupby("g", as_index=False)
+            .sum()
+        )
         starts = np.searchsorted(group, out["g"].to_numpy())
         ends = np.append(starts[1:], n) - 1
         out["label"] = [f"slices {s}-{e}" for s, e in zip(starts, ends, strict=True)]
-        return out[["label", "compacted", "kept"]]
+        return out[["label", "compacted", "forced", "kept"]]
 
 
 # -- compaction runner ----------------------------------------------------------------------------------------------
@@ -860,13 +1299,14 @@ class RoSnapshotCheck:
 
     def text(self) -> str:
         """One paragraph of plain text."""
-        head = f"RO rows: {self.ro_rows}; snapshot rows: {self.snapshot_rows}"
+        head = f"RO rows: {self.ro_rows:,}; snapshot rows: {self.snapshot_rows:,}"
         if self.threshold_ms is None:
-            return head + "; no event-time threshold to check"
+            return head + "; no published RO freshness to check"
         verdict = "OK" if self.ok else "FAILED"
         return (
-            f"{head}; snapshot rows with event time ≤ T: {self.snapshot_rows_le_t}; missing from RO: "
-            f"{self.missing_from_ro} (late records: {self.late_records}) — RO ⊇ snapshot events ≤ T: {verdict}"
+            f"{head}; snapshot rows with event time ≤ {format_ms(self.threshold_ms)}: {self.snapshot_rows_le_t:,}; "
+            f"missing from RO: {self.missing_from_ro:,} (late records: {self.late_records:,}) — "
+            f"RO ⊇ snapshot events ≤ T: {verdict}"
         )
 
 
@@ -890,7 +1330,34 @@ def ro_snapshot_check(
     return RoSnapshotCheck(ro.num_rows, snap.num_rows, threshold_ms, le.num_rows, missing, late)
 
 
+def freshness_sentence(f: Freshness) -> str:
+    """A :class:`~evt_toolkit.compaction.freshness.Freshness` in words, times and lag formatted."""
+    if f.threshold_ms is None:
+        return f"RO freshness: none ({f.reason})"
+    text = f"RO freshness: every event ≤ {format_ms(f.threshold_ms)} (compaction {f.instant}"
+    text += "" if f.lag_ms is None else f", lag {format_duration(f.lag_ms)}"
+    text += ")"
+    if f.late_records:
+        text += f"; {f.late_records:,} late record(s) in {len(f.late_log_files):,} log file(s)"
+    return text
+
+
 RUNNER_STATES: tuple[str, ...] = ("idle", "scheduled", "running", "done", "failed")
+
+#: The states in which each runner action makes sense (the buttons are enabled exactly then).
+RUNNER_ACTIONS: dict[str, tuple[str, ...]] = {
+    "schedule": ("idle", "done", "failed"),
+    "run": ("scheduled",),
+    "validate": ("scheduled", "done", "failed"),
+    "unschedule": ("scheduled", "failed"),
+}
+
+#: Files an unschedule dry run lists, by kind (the first pattern that matches names the kind).
+_FILE_KINDS: tuple[tuple[str, Callable[[str], bool]], ...] = (
+    ("timeline file", lambda p: p.startswith(".hoodie/")),
+    ("link", lambda p: ".log." in p),
+    ("base file", lambda p: p.endswith(".parquet")),
+)
 
 
 class CompactionRunnerModel:
@@ -942,6 +1409,7 @@ class CompactionRunnerModel:
         self.freshness_before: Freshness | None = None
         self.freshness_after: Freshness | None = None
         self.check: RoSnapshotCheck | None = None
+        self.event_time_field: str | None = getattr(strategy, "event_time_field", None)
         self.listeners: list[Callable[[CompactionRunnerModel], None]] = []
 
     # -- settings -----------------------------------------------------------------------------------------------------
@@ -994,6 +1462,15 @@ class CompactionRunnerModel:
             self.state = state
         self._notify()
 
+    def enabled(self) -> dict[str, bool]:
+        """Which actions fit the current state (what the buttons show as enabled)."""
+        return {action: self.state in states for action, states in RUNNER_ACTIONS.items()}
+
+    @property
+    def next_action(self) -> str | None:
+        """The action a user most likely wants next (the highlighted button): schedule, then run."""
+        return {"idle": "schedule", "scheduled": "run", "failed": "unschedule"}.get(self.state)
+
     def _require(self, action: str, states: Sequence[str]) -> bool:
         if self.state in states:
             return True
@@ -1029,7 +1506,9 @@ class CompactionRunnerModel:
             self.scheduled = c
             self.state = "scheduled"
             t = "" if c.threshold is None else f" at T = {format_ms(c.threshold)}"
-            self.message = f"scheduled compaction {c.instant}{t}: {c.operations} operation(s), {len(c.links)} link(s)"
+            self.message = (
+                f"scheduled compaction {c.instant}{t}: {c.operations:,} operation(s), {len(c.links):,} link(s)"
+            )
         self._notify()
         return c
 
@@ -1052,16 +1531,19 @@ class CompactionRunnerModel:
         try:
             self.result = self.table.compaction.run(c, spark=self.spark, progress=on_progress)
             self.freshness_after = self.table.ro_freshness()
-            field_name = self.table.config.event_time_field
-            self.check = ro_snapshot_check(self.table, c.threshold, field_name, self.freshness_after.late_records)
+            field_name = self.event_time_field or self.table.config.event_time_field
+            # Check the freshness the table publishes, which may be below the plan's T (deleted or late data).
+            published = self.freshness_after.threshold_ms
+            self.check = ro_snapshot_check(self.table, published, field_name, self.freshness_after.late_records)
         except EvtError as exc:
             self._fail(exc, "failed")
             return None
         self.state = "done"
         r = self.result
         self.message = (
-            f"compaction {r.instant} completed: {r.operations} operation(s), {r.log_files_compacted} log file(s) "
-            f"compacted, {r.links} link(s), {r.records_written} records written in {r.duration_s:.1f} s"
+            f"compaction {r.instant} completed: {r.operations:,} operation(s), {r.log_files_compacted:,} log file(s) "
+            f"compacted, {r.links:,} link(s), {r.records_written:,} records written in "
+            f"{format_duration(r.duration_s * 1000)}"
         )
         self._notify()
         return self.result
@@ -1079,7 +1561,7 @@ class CompactionRunnerModel:
             return None
         v = self.validation
         self.message = f"validation of {self.scheduled.instant}: " + (
-            f"OK ({v.checked} checks)" if v.ok else "problems: " + "; ".join(v.problems)
+            f"OK ({v.checked:,} checks)" if v.ok else "problems: " + "; ".join(v.problems)
         )
         self._notify()
         return v
@@ -1099,15 +1581,50 @@ class CompactionRunnerModel:
         if report.refused_reason:
             self.last_error = f"unschedule refused: {report.refused_reason}"
         elif dry_run:
-            self.message = f"dry run: would delete {len(report.files_to_delete)} file(s)"
+            self.message = f"dry run: would delete {self.files_summary(report.files_to_delete)}"
         else:
-            self.message = f"unscheduled {report.instant}: deleted {len(report.files_to_delete)} file(s)"
+            self.message = f"unscheduled {report.instant}: deleted {self.files_summary(report.files_to_delete)}"
             self.state = "idle"
             self.scheduled = None
         self._notify()
         return report
 
     # -- figures -------------------------------------------------------------------------------------------------------
+    @staticmethod
+    def files_by_kind(files: Sequence[str]) -> dict[str, list[str]]:
+        """Files grouped by kind: timeline file, link, base file, other."""
+        out: dict[str, list[str]] = {}
+        for f in files:
+            kind = next((k for k, match in _FILE_KINDS if match(f)), "other file")
+            out.setdefault(kind, []).append(f)
+        return out
+
+    @classmethod
+    def files_summary(cls, files: Sequence[str]) -> str:
+        """``306 files: 2 timeline files, 304 links`` — a count per kind instead of a list."""
+        kinds = cls.files_by_kind(files)
+        parts = [f"{len(v):,} {k}{'' if len(v) == 1 else 's'}" for k, v in kinds.items()]
+        return f"{len(files):,} file(s)" + (f": {', '.join(parts)}" if parts else "")
+
+    def freshness_lines(self) -> list[str]:
+        """RO freshness before and after the run, and how the published T compares with the plan's, in words."""
+        lines: list[str] = []
+        if self.freshness_before is not None:
+            lines.append("before: " + freshness_sentence(self.freshness_before))
+        if self.freshness_after is not None:
+            lines.append("after: " + freshness_sentence(self.freshness_after))
+            planned = self.scheduled.threshold if self.scheduled is not None else None
+            published = self.freshness_after.threshold_ms
+            if planned is not None and published == planned:
+                lines.append(f"the RO view now promises the plan's T ({format_ms(planned)})")
+            elif planned is not None and published is not None:
+                lines.append(
+                    f"the RO view promises {format_ms(published)}, earlier than the plan's T ({format_ms(planned)})"
+                )
+            elif planned is not None:
+                lines.append(f"the plan's T was {format_ms(planned)}; the table publishes no freshness (see why above)")
+        return lines
+
     def progress_fraction(self) -> tuple[int, int]:
         """``(done, total)`` steps of the current run: one per plan operation, plus the commit."""
         total_tasks = self.scheduled.operations if self.scheduled is not None else 0
@@ -1228,8 +1745,49 @@ class TimelineModel:
         """Plans of pending compactions, oldest first."""
         return [r.plan for r in self.rows if r.pending and r.plan is not None]
 
+    @property
+    def newest_first(self) -> list[InstantRow]:
+        """The instants, newest first (how an operator reads a timeline)."""
+        return self.rows[::-1]
+
+    def counts(self) -> dict[str, int]:
+        """Instants per action, pending ones under ``pending``."""
+        out: dict[str, int] = {}
+        for r in self.rows:
+            out[r.action] = out.get(r.action, 0) + 1
+        out["pending"] = sum(1 for r in self.rows if r.pending)
+        return out
+
+    def chart_frame(self) -> pd.DataFrame:
+        """One row per instant for a timeline chart: ``requested`` and ``completed`` (timestamps parsed from the
+        instant times, in the timeline's own zone), ``action``, ``state``, ``pending``, ``label`` (hover text),
+        ``threshold_ms`` of compactions."""
+        rows = []
+        for r in self.rows:
+            label = f"{r.action} {r.time} ({r.state})"
+            if r.plan is not None:
+                p = r.plan
+                label += f"<br>{p.operations:,} operation(s), {p.log_files:,} log(s), {p.links:,} link(s)"
+                if p.threshold_ms is not None:
+                    label += f"<br>T = {format_ms(p.threshold_ms)}"
+            rows.append(
+                {
+                    "instant": r.time,
+                    "requested": instant_to_datetime(r.time),
+                    "completed": instant_to_datetime(r.completion_time) if r.completion_time else None,
+                    "action": r.action,
+                    "state": r.state,
+                    "pending": r.pending,
+                    "label": label,
+                    "threshold_ms": r.plan.threshold_ms if r.plan is not None else None,
+                }
+            )
+        cols = ["instant", "requested", "completed", "action", "state", "pending", "label", "threshold_ms"]
+        return pd.DataFrame(rows, columns=cols)
+
     def frame(self) -> pd.DataFrame:
-        """Instants as a pandas frame (``time``, ``action``, ``state``, ``completion_time``, plan figures)."""
+        """Instants newest first as a pandas frame (``time``, ``action``, ``state``, ``completion_time``, plan
+        figures)."""
         return pd.DataFrame(
             [
                 {
@@ -1242,7 +1800,23 @@ class TimelineModel:
                     "links": r.plan.links if r.plan else None,
                     "threshold_ms": r.plan.threshold_ms if r.plan else None,
                 }
-                for r in self.rows
+                for r in self.newest_first
             ],
             columns=["time", "action", "state", "completion_time", "operations", "log_files", "links", "threshold_ms"],
         )
+
+
+def instant_to_datetime(instant: str | None) -> datetime | None:
+    """A Hudi instant time (``yyyyMMddHHmmss[SSS]``) as a naive datetime; ``None`` when it is not one.
+
+    Example:
+        >>> instant_to_datetime("20130105000000123")
+        datetime.datetime(2013, 1, 5, 0, 0, 0, 123000)
+    """
+    if not instant or not instant.isdigit() or len(instant) not in (14, 17):
+        return None
+    try:
+        dt = datetime.strptime(instant[:14], "%Y%m%d%H%M%S")
+    except ValueError:
+        return None
+    return dt.replace(microsecond=int(instant[14:] or 0) * 1000)

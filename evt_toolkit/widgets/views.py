@@ -23,20 +23,29 @@ import ipywidgets as W
 from evt_toolkit.compaction.plan import LINK_MODES, LINK_TIMINGS
 from evt_toolkit.errors import EvtError
 from evt_toolkit.widgets.figures import (
+    cost_figure,
     distribution_figure,
     histogram_figure,
     preview_figure,
+    timeline_figure,
+    update_cost_figure,
     update_distribution_figure,
     update_histogram_figure,
     update_preview_figure,
+    update_timeline_figure,
 )
 from evt_toolkit.widgets.models import (
+    BLOCK_FILTERS,
+    BLOCK_SORTS,
+    BlockRow,
     CompactionRunnerModel,
     DistributionModel,
     LogHeaderModel,
     ThresholdPreviewModel,
     TimelineModel,
     format_bytes,
+    format_count,
+    format_duration,
     format_ms,
 )
 
@@ -55,13 +64,23 @@ __all__ = [
 ]
 
 _STYLE = """<style>
+.evt-scroll { max-height: 420px; overflow: auto; border: 1px solid #ddd; }
 .evt-table { border-collapse: collapse; font-size: 12px; }
-.evt-table th, .evt-table td { border: 1px solid #ddd; padding: 2px 6px; text-align: left; white-space: nowrap; }
+.evt-table th, .evt-table td { border: 1px solid #ddd; padding: 2px 6px; text-align: left; white-space: nowrap;
+  vertical-align: top; }
 .evt-table th { background: #f4f4f4; }
+.evt-scroll .evt-table thead th { position: sticky; top: 0; }
+.evt-table td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .evt-block-uncommitted td { background: #fff3cd; color: #7a5b00; }
 .evt-block-corrupt td { background: #f8d7da; color: #842029; }
 .evt-instant-pending td { background: #e7f1ff; }
+.evt-warning { color: #8a4b00; }
+.evt-muted { color: #666; }
 </style>"""
+
+#: Rows the inspector table draws at most; the filter narrows larger scopes.
+MAX_TABLE_ROWS = 1000
+_WIDE = {"description_width": "initial"}
 
 
 def _esc(value: object) -> str:
@@ -80,7 +99,9 @@ def _show(widget: W.Widget, visible: bool) -> None:
 
 def _lines_html(lines: Iterable[str], css: str = "") -> str:
     """Plain-text lines, one ``<div>`` each, so each figure reads as text (``selected logs: 12``)."""
-    return f'<div class="{css}">' + "".join(f"<div>{html.escape(line)}</div>" for line in lines) + "</div>"
+    # ipywidgets give HTML a line height of one widget row (28 px); text reads better closer together.
+    body = "".join(f"<div>{html.escape(line)}</div>" for line in lines)
+    return f'<div class="{css}" style="line-height: 1.45; margin: 2px 0">{body}</div>'
 
 
 class _WidgetBase:
@@ -97,43 +118,77 @@ class _WidgetBase:
 
 
 class LogHeaderInspector(_WidgetBase):
-    """Walk partition → file group → file slice → log file and read each block's header.
+    """Every log block of a file slice — or of the whole table — in one sortable table, and any block's full header.
 
-    Uncommitted (inflight, failed or rolled-back) blocks and corrupt blocks are marked in the blocks table; each
-    block's full header (``SCHEMA`` pretty-printed) opens with its own toggle button.
+    Choose a slice (partition → file group → slice) or the whole table; sort by replay order, min event time,
+    instant, records, size, type or status; filter to data, delete or command blocks, or to the blocks readers
+    skip. Blocks of uncommitted (inflight, failed, rolled-back) writes and corrupt blocks are coloured. The block
+    selector opens a block's header with its ``SCHEMA`` collapsed to one line (expand it to read the JSON).
 
     Args:
         table: the table.
         event_time_field: field whose min event time is shown; defaults to the table's.
+        whole_table: start on every block of the table instead of the first slice.
 
     Example:
-        >>> LogHeaderInspector(t)  # doctest: +SKIP
+        >>> LogHeaderInspector(t, whole_table=True)  # doctest: +SKIP
     """
 
-    def __init__(self, table: HudiTable, event_time_field: str | None = None) -> None:
-        self.model = LogHeaderModel(table, event_time_field)
+    def __init__(self, table: HudiTable, event_time_field: str | None = None, *, whole_table: bool = False) -> None:
+        self.model = LogHeaderModel(table, event_time_field, whole_table=whole_table)
         wide = W.Layout(width="95%")
+        self.scope = _styled(
+            W.ToggleButtons(
+                options=[("one file slice", "slice"), ("whole table (latest slices)", "table")],
+                value="table" if whole_table else "slice",
+                description="show",
+                style={**_WIDE, "button_width": "200px"},
+            ),
+            "evt-inspector-scope",
+        )
         self.partition = _styled(W.Dropdown(description="partition", layout=wide), "evt-inspector-partition")
         self.file_group = _styled(W.Dropdown(description="file group", layout=wide), "evt-inspector-file-group")
         self.file_slice = _styled(W.Dropdown(description="file slice", layout=wide), "evt-inspector-file-slice")
-        self.log_file = _styled(W.Select(description="log file", rows=6, layout=wide), "evt-inspector-log-file")
+        self.sort = _styled(
+            W.Dropdown(
+                options=[(label, key) for key, (label, _) in BLOCK_SORTS.items()],
+                value="replay",
+                description="sort by",
+            ),
+            "evt-inspector-sort",
+        )
+        self.descending = _styled(
+            W.ToggleButton(value=False, description="descending", icon="sort-amount-desc"), "evt-inspector-descending"
+        )
+        self.filter = _styled(
+            W.Dropdown(
+                options=[(label, key) for key, (label, _) in BLOCK_FILTERS.items()],
+                value="all",
+                description="show",
+                layout=W.Layout(width="420px"),
+            ),
+            "evt-inspector-filter",
+        )
         self.refresh_button = _styled(W.Button(description="Refresh", icon="refresh"), "evt-inspector-refresh")
         self.summary = _styled(W.HTML(), "evt-inspector-summary")
         self.blocks = _styled(W.HTML(), "evt-inspector-blocks")
-        self.headers = _styled(W.VBox(), "evt-inspector-headers")
-        self.header_toggles: list[W.ToggleButton] = []
+        self.block = _styled(
+            W.Dropdown(description="block header", layout=W.Layout(width="95%"), style=_WIDE), "evt-inspector-block"
+        )
+        self.header = _styled(W.HTML(), "evt-inspector-header")
         self.view = _styled(
             W.VBox(
                 [
                     W.HTML("<b>Log blocks</b>"),
+                    self.scope,
                     self.partition,
                     self.file_group,
                     self.file_slice,
-                    self.log_file,
-                    self.refresh_button,
+                    W.HBox([self.sort, self.descending, self.filter, self.refresh_button]),
                     self.summary,
                     self.blocks,
-                    self.headers,
+                    self.block,
+                    self.header,
                 ]
             ),
             "evt-inspector",
@@ -143,45 +198,66 @@ class LogHeaderInspector(_WidgetBase):
             ("partition", self.partition),
             ("file_id", self.file_group),
             ("base_instant", self.file_slice),
-            ("log_file", self.log_file),
         ):
-            widget.observe(lambda change, lv=level: self._on_change(lv, change), names="value")
+            widget.observe(lambda change, lv=level: self._on_level(lv, change), names="value")
+        self.scope.observe(lambda _: self._on_scope(), names="value")
+        self.sort.observe(lambda _: self._on_sort(), names="value")
+        self.descending.observe(lambda _: self._on_sort(), names="value")
+        self.filter.observe(lambda _: self._on_filter(), names="value")
+        self.block.observe(lambda _: self._render_header(), names="value")
         self.refresh_button.on_click(lambda _: self.refresh())
         self._render()
 
+    # -- public -------------------------------------------------------------------------------------------------------
     def refresh(self) -> None:
         """Re-read the table (new writes, a compaction) and redraw."""
         self.model.refresh()
         self._render()
 
-    def select(self, **path: str | None) -> None:
-        """Select a path programmatically: ``partition=``, ``file_id=``, ``base_instant=``, ``log_file=``."""
+    def select(self, **path: Any) -> None:
+        """Select a scope programmatically: ``partition=``, ``file_id=``, ``base_instant=``, ``whole_table=``."""
         self.model.select(**path)
         self._render()
 
-    def _on_change(self, level: str, change: dict[str, Any]) -> None:
+    def show_block(self, key: str) -> None:
+        """Open one block's header (its key, :attr:`BlockRow.key`)."""
+        self.block.value = key
+
+    # -- events -------------------------------------------------------------------------------------------------------
+    def _on_level(self, level: str, change: dict[str, Any]) -> None:
         if self._syncing:
             return
         sel = self.model.selected
-        current = {
-            "partition": sel.partition,
-            "file_id": sel.file_id,
-            "base_instant": sel.base_instant,
-            "log_file": sel.log_file,
-        }
+        current: dict[str, Any] = {"partition": sel.partition, "file_id": sel.file_id, "base_instant": sel.base_instant}
         current[level] = change["new"]
         # Levels below the one changed start again from their first option.
-        below = list(LogHeaderModel.LEVELS)[list(LogHeaderModel.LEVELS).index(level) + 1 :]
-        for lv in below:
+        for lv in LogHeaderModel.LEVELS[LogHeaderModel.LEVELS.index(level) + 1 :]:
             current[lv] = None
-        self.model.select(**current)
+        self.model.select(**current, whole_table=False)
         self._render()
 
+    def _on_scope(self) -> None:
+        if self._syncing:
+            return
+        s = self.model.selected
+        self.model.select(s.partition, s.file_id, s.base_instant, whole_table=self.scope.value == "table")
+        self._render()
+
+    def _on_sort(self) -> None:
+        self.model.set_sort(self.sort.value, bool(self.descending.value))
+        self._render()
+
+    def _on_filter(self) -> None:
+        self.model.set_filter(self.filter.value)
+        self._render()
+
+    # -- rendering ----------------------------------------------------------------------------------------------------
     def _render(self) -> None:
         m = self.model
         sel = m.selected
         self._syncing = True
         try:
+            self.scope.value = "table" if sel.whole_table else "slice"
             self.partition.options = [(p or "(not partitioned)", p) for p in m.options["partition"]]
             self.partition.value = sel.partition
             self.file_group.options = m.options["file_id"]
@@ -190,89 +266,141 @@ class LogHeaderInspector(_WidgetBase):
                 (f"{b} (latest)" if i == 0 else b, b) for i, b in enumerate(m.options["base_instant"])
             ]
             self.file_slice.value = sel.base_instant
-            self.log_file.options = m.options["log_file"]
-            self.log_file.value = sel.log_file
+            for w in (self.partition, self.file_group, self.file_slice):
+                w.disabled = sel.whole_table
         finally:
             self._syncing = False
-        base = None
-        if sel.partition is not None and sel.file_id is not None and sel.base_instant is not None:
-            base = m.base_file(sel.partition, sel.file_id, sel.base_instant)
-        self.summary.value = _lines_html(
-            [
-                f"base file: {base or '(none: log-only slice)'}",
-                f"log files in slice: {len(m.options['log_file'])}",
-                f"blocks in {sel.log_file or '-'}: {len(m.rows)}",
-            ]
-        )
-        self.blocks.value = self._blocks_html()
-        self._render_headers()
+        self.summary.value = _lines_html(self._summary_lines())
+        rows = m.visible_rows
+        self.blocks.value = self._blocks_html(rows)
+        keep = self.block.value
+        options = [(self._block_label(r), r.key) for r in rows[:MAX_TABLE_ROWS]]
+        self.block.options = options
+        keys = [k for _, k in options]
+        self.block.value = keep if keep in keys else (keys[0] if keys else None)
+        self._render_header()
 
-    def _blocks_html(self) -> str:
-        rows = self.model.rows
+    def _summary_lines(self) -> list[str]:
+        m = self.model
+        sel = m.selected
+        s = m.summary()
+        if sel.whole_table:
+            scope = f"the latest file slice of every file group ({len(m._groups):,})"
+        elif sel.partition is None:
+            return ["the table has no file slices"]
+        else:
+            base = m.base_file(sel.partition, sel.file_id or "", sel.base_instant or "")
+            scope = f"file slice {sel.base_instant} of {sel.file_id} — base file: {base or 'none (log-only slice)'}"
+        lines = [
+            scope,
+            f"log files: {s['log_files']:,}; blocks: {s['blocks']:,} ({s['data_blocks']:,} data, "
+            f"{s['delete_blocks']:,} delete, {s['command_blocks']:,} command); records: {s['records']:,}; "
+            f"{format_bytes(s['bytes'])}",
+        ]
+        if s["blocks"] == 0:
+            lines.append("no log blocks here: every write of this scope is in base files (nothing to compact)")
+        if s["min_event_time"] is not None:
+            lines.append(
+                f"min event times from {format_ms(s['min_event_time'])} to {format_ms(s['max_min_event_time'])} "
+                f"(source: {', '.join(s['sources'])})"
+            )
+        if s["unknown_event_time"]:
+            lines.append(f"{s['unknown_event_time']:,} data block(s) with no known min event time")
+        if s["not_ok"]:
+            lines.append(f"{s['not_ok']:,} block(s) readers skip (not committed, rolled back or corrupt)")
+        return lines
+
+    def _blocks_html(self, rows: list[BlockRow]) -> str:
         if not rows:
-            return "<i>no log file selected</i>"
-        head = (
-            "<tr><th>#</th><th>type</th><th>offset</th><th>size</th><th>records</th><th>INSTANT_TIME</th>"
-            "<th>MIN_EVENT_TIME (source)</th><th>command</th><th>target instant</th><th>SCHEMA</th><th>status</th></tr>"
-        )
+            return "<i>no log block matches</i>"
+        whole = self.model.selected.whole_table
+        arrow = " ▼" if self.model.descending else " ▲"
+        cols = [
+            ("replay", "#"),
+            *([("partition", "partition"), ("file", "file group")] if whole else []),
+            ("log", "log file (version_token)"),
+            ("type", "type"),
+            ("instant", "instant"),
+            ("status", "status"),
+            ("records", "records"),
+            ("size", "size"),
+            ("min_event_time", "min event time"),
+            ("source", "source"),
+            ("schema", "schema"),
+        ]
+        head = "".join(f"<th>{_esc(label)}{arrow if key == self.model.sort_by else ''}</th>" for key, label in cols)
         body = []
-        for r in rows:
-            css = {"uncommitted": "evt-block-uncommitted", "rolled_back": "evt-block-uncommitted"}.get(r.status, "")
-            if r.status == "corrupt":
-                css = "evt-block-corrupt"
-            status = {
-                "ok": "committed",
-                "uncommitted": "UNCOMMITTED (skipped by readers)",
-                "rolled_back": "ROLLED BACK",
-                "corrupt": f"CORRUPT: {r.corrupt_reason or ''}",
-            }[r.status]
-            body.append(
-                f'<tr class="evt-block-row {css}">'
-                f"<td>{r.index}</td><td>{_esc(r.block_type)}</td><td>{r.offset}</td><td>{r.size}</td>"
-                f"<td>{_esc(r.record_count)}</td><td>{_esc(r.instant_time)}</td>"
-                f"<td>{_esc(r.min_event_time_text)}</td><td>{_esc(r.command_type)}</td>"
-                f"<td>{_esc(r.target_instant_time)}</td><td>{_esc(r.schema or '-')}</td><td>{_esc(status)}</td></tr>"
-            )
-        return f'{_STYLE}<table class="evt-table evt-blocks-table">{head}{"".join(body)}</table>'
+        for r in rows[:MAX_TABLE_ROWS]:
+            css = {
+                "uncommitted": "evt-block-uncommitted",
+                "rolled_back": "evt-block-uncommitted",
+                "corrupt": "evt-block-corrupt",
+            }.get(r.status, "")
+            cells = [
+                f'<td class="num">{r.replay + 1}</td>',
+                *([f"<td>{_esc(r.partition or '-')}</td>", f"<td>{_esc(r.file_id[:13])}</td>"] if whole else []),
+                f'<td title="{_esc(r.log_file)}">{_esc(r.log)}</td>',
+                f"<td>{_esc(r.block_type)}{_esc(' ' + r.command_type) if r.command_type else ''}</td>",
+                f"<td>{_esc(r.instant_time)}</td>",
+                f"<td>{_esc(r.status_text)}</td>",
+                f'<td class="num">{format_count(r.record_count)}</td>',
+                f'<td class="num">{_esc(format_bytes(r.size))}</td>',
+                f"<td>{_esc(format_ms(r.min_event_time))}</td>",
+                f"<td>{_esc(r.min_event_time_source)}</td>",
+                f"<td>{r.schema_fields} fields</td>" if r.schema_fields else "<td>-</td>",
+            ]
+            body.append(f'<tr class="evt-block-row {css}" data-key="{_esc(r.key)}">{"".join(cells)}</tr>')
+        more = (
+            f'<div class="evt-muted">showing {MAX_TABLE_ROWS:,} of {len(rows):,} blocks — narrow them with the '
+            "filter or a single slice</div>"
+            if len(rows) > MAX_TABLE_ROWS
+            else ""
+        )
+        return (
+            f'{_STYLE}<div class="evt-scroll"><table class="evt-table evt-blocks-table"><thead><tr>{head}</tr></thead>'
+            f"<tbody>{''.join(body)}</tbody></table></div>{more}"
+        )
 
-    def _render_headers(self) -> None:
-        items: list[W.Widget] = []
-        self.header_toggles = []
-        for r in self.model.rows:
-            toggle = _styled(
-                W.ToggleButton(
-                    value=False,
-                    description=f"header of block {r.index} ({r.block_type})",
-                    layout=W.Layout(width="auto"),
-                ),
-                "evt-block-header-toggle",
-            )
-            compact = W.HTML(f"<code>{_esc(', '.join(r.header))}</code>")
-            box = W.VBox([W.HBox([toggle, compact])])
-            toggle.observe(lambda change, b=box, i=r.index: self._toggle_header(b, i, change["new"]), names="value")
-            self.header_toggles.append(toggle)
-            items.append(box)
-        self.headers.children = items
+    @staticmethod
+    def _block_label(r: BlockRow) -> str:
+        where = f"{r.partition}/" if r.partition else ""
+        return f"#{r.replay + 1} {where}{r.log} block {r.index} · {r.block_type} · {r.instant_time or '-'}"
 
-    def _toggle_header(self, box: W.VBox, index: int, show: bool) -> None:
-        row = box.children[0]
-        if not show:
-            box.children = (row,)
+    def _render_header(self) -> None:
+        key = self.block.value
+        if not key:
+            self.header.value = ""
             return
-        details = self.model.header_details(index)
+        m = self.model
+        row = m.row(key)
+        details = m.header_details(key)
         body = "".join(
             f"<tr><th>{_esc(k)}</th><td><pre style='margin:0'>{_esc(v)}</pre></td></tr>" for k, v in details.items()
         )
-        full = _styled(W.HTML(f'{_STYLE}<table class="evt-table">{body}</table>'), "evt-block-header-full")
-        box.children = (row, full)
+        schema = m.schema_details(key)
+        if schema is not None:
+            summary, full = schema
+            body += (
+                f"<tr><th>SCHEMA</th><td><details class='evt-schema'><summary>{_esc(summary)}</summary>"
+                f"<pre style='margin:0'>{_esc(full)}</pre></details></td></tr>"
+            )
+        facts = (
+            f"{row.log_file} · block {row.index} at byte {row.offset:,} ({format_bytes(row.size)}) · "
+            f"{row.status_text} · min event time {row.min_event_time_text}"
+        )
+        self.header.value = (
+            f'{_STYLE}<div class="evt-block-header-full"><div class="evt-muted">{_esc(facts)}</div>'
+            f'<table class="evt-table">{body}</table></div>'
+        )
 
 
 # -- event-time distribution ----------------------------------------------------------------------------------------
 
 
 class EventTimeDistribution(_WidgetBase):
-    """Min event times of each file slice's log files: strip/box per slice (heatmap for large tables), histogram,
-    and the threshold T as a dashed line.
+    """Per file slice, the min event time of each log against its replay position: out-of-order logs ringed, and
+    with T the logs a compaction takes (blue), forces in by the prefix rule (orange) and keeps (grey). A histogram
+    below counts logs by min event time; a slice × time heatmap replaces the lines for large tables.
 
     Args:
         table: the table (``None`` when ``slices`` are given).
@@ -297,7 +425,11 @@ class EventTimeDistribution(_WidgetBase):
         self.chart = _styled(distribution_figure(self.model), "evt-distribution-chart")
         self.histogram = _styled(histogram_figure(self.model), "evt-distribution-histogram")
         self.mode = _styled(
-            W.ToggleButtons(options=[("auto", "auto"), ("strip per slice", "strip"), ("heatmap", "heatmap")]),
+            W.ToggleButtons(
+                options=[("replay order per slice", "replay"), ("heatmap: slices × time", "heatmap")],
+                value="heatmap" if self.model.use_heatmap else "replay",
+                style={"button_width": "190px"},
+            ),
             "evt-distribution-mode",
         )
         self.info = _styled(W.HTML(), "evt-distribution-info")
@@ -316,9 +448,9 @@ class EventTimeDistribution(_WidgetBase):
         self._redraw()
 
     def set_mode(self, mode: str) -> None:
-        """``auto``, ``strip`` or ``heatmap``."""
+        """``replay`` or ``heatmap``."""
         self.model.set_mode(mode)
-        if self.mode.value != mode:
+        if self.mode.value != mode and mode in ("replay", "heatmap"):
             self.mode.value = mode
         self._redraw()
 
@@ -334,27 +466,39 @@ class EventTimeDistribution(_WidgetBase):
 
     def _render_info(self) -> None:
         m = self.model
+        c = m.counts()
+        if m.empty_reason is not None:
+            self.info.value = _lines_html(
+                [f"file slices: {c['slices']:,}; log files: {c['log_files']:,}", "nothing to plot: " + m.empty_reason]
+            )
+            return
         lines = [
-            f"file slices: {len(m.slices)}",
-            f"log files with a known min event time: {len(m.points)}",
-            f"log files with data but unknown min event time: {len(m.unknown)}",
-            f"chart: {'heatmap' if m.use_heatmap else 'strip per slice'}",
+            f"file slices: {c['slices']:,}; log files with a known min event time: {c['known']:,} of "
+            f"{c['log_files']:,}" + (f" ({c['unknown']:,} with data but unknown)" if c["unknown"] else ""),
+            f"out-of-order logs (older than a log replayed before them in their slice): {c['out_of_order']:,} in "
+            f"{c['slices_out_of_order']:,} slice(s)",
         ]
         if m.threshold_ms is not None:
             lines.append(
-                f"log files with min event time ≤ T ({format_ms(m.threshold_ms)}): {m.logs_at_or_below_threshold()}"
+                f"at T = {format_ms(m.threshold_ms)}: {c['selected']:,} log(s) with min ≤ T, {c['forced']:,} more "
+                "forced in by the prefix rule"
             )
-        self.info.value = _lines_html(lines)
+        html_lines = _lines_html(lines)
+        if m.unit_hint:
+            html_lines += _lines_html([m.unit_hint], "evt-warning")
+        self.info.value = html_lines
 
 
 # -- threshold preview -----------------------------------------------------------------------------------------------
 
-_STRATEGY_OPTIONS = [
-    ("event time ≤ T (partial compaction)", "event_time"),
-    ("log file size (Hudi default)", "log_file_size"),
-    ("unbounded (all slices)", "unbounded"),
-    ("day based (yyyy/MM/dd partitions)", "day_based"),
-]
+_STRATEGY_LABELS = {
+    "event_time": "event time ≤ T (partial compaction)",
+    "log_file_size": "log file size (Hudi's default)",
+    "log_file_num": "log file count",
+    "unbounded": "unbounded (all slices)",
+    "day_based": "day based (yyyy/MM/dd partitions)",
+    "bounded_io": "bounded IO",
+}
 _MODE_OPTIONS = [
     ("explicit threshold T", "threshold"),
     ("data latency: T = now − value", "data_latency"),
@@ -366,12 +510,15 @@ _MINUTE_MS = 60_000
 class ThresholdPreview(_WidgetBase):
     """Move the threshold (or switch strategy) and see what a compaction would select, before scheduling it.
 
-    Nothing is written. The stacked bars show per file slice the logs a plan would compact and keep; the totals
-    compare the plan with a full compaction; the freshness line says what the RO view could promise.
+    Nothing is written. The stacked bars show per file slice the logs a plan would compact because their min event
+    time is ≤ T, the ones the prefix rule forces in, and the ones it keeps; the totals compare the plan with a full
+    compaction; the warnings say when copying the kept logs costs more than compacting everything, or when T lies
+    outside the data; the cost chart shows bytes read and written for every T; the freshness line says what the RO
+    view could promise.
 
     Args:
         table: the table (``None`` when ``slices`` are given).
-        strategy: initial strategy: ``event_time``, ``log_file_size``, ``unbounded`` or ``day_based``.
+        strategy: initial strategy (:data:`~evt_toolkit.widgets.models.STRATEGIES`).
         event_time_field: defaults to the table's.
         slices: precomputed slices instead of reading the table.
         now_ms: the compaction time (default: now).
@@ -397,51 +544,69 @@ class ThresholdPreview(_WidgetBase):
             table, strategy, event_time_field, slices=slices, now_ms=now_ms, threshold=threshold
         )
         m = self.model
-        lo, hi = m.range_ms if m.range_ms is not None else (m.threshold_ms - 3_600_000, m.threshold_ms)
-        lo, hi = min(lo, m.threshold_ms), max(hi, m.threshold_ms)
-        if hi - lo < _MINUTE_MS:
-            hi = lo + _MINUTE_MS
+        lo, hi = m.slider_range()
         # Minute steps: event times are rarely finer than that, and a millisecond slider is unusable.
         step = _MINUTE_MS if hi - lo >= 10 * _MINUTE_MS else 1
         self.slider = _styled(
             W.IntSlider(
-                value=m.threshold_ms,
+                value=min(max(m.threshold_ms, lo), hi),
                 min=lo,
                 max=hi,
                 step=step,
                 description="threshold T",
                 continuous_update=False,  # one recompute per release, not per pixel dragged
                 readout=False,
-                layout=W.Layout(width="70%"),
+                layout=W.Layout(width="65%"),
             ),
             "evt-threshold-slider",
         )
         self.threshold_label = _styled(W.HTML(), "evt-threshold-label")
         self.mode = _styled(
-            W.Dropdown(options=_MODE_OPTIONS, value="threshold", description="T from"), "evt-threshold-mode"
+            W.Dropdown(
+                options=_MODE_OPTIONS,
+                value="threshold",
+                description="T from",
+                style=_WIDE,
+                layout=W.Layout(width="420px"),
+            ),
+            "evt-threshold-mode",
         )
         self.mode_value = _styled(
             W.BoundedIntText(value=60, min=0, max=10**9, description="minutes", disabled=True),
             "evt-threshold-value",
         )
         self.strategy_select = _styled(
-            W.Dropdown(options=_STRATEGY_OPTIONS, value=m.strategy_name, description="strategy"),
+            W.Dropdown(
+                options=[(_STRATEGY_LABELS.get(s, s), s) for s in m.strategy_choices],
+                value=m.strategy_name,
+                description="strategy",
+                style=_WIDE,
+                layout=W.Layout(width="480px"),
+            ),
             "evt-strategy-select",
         )
         self.chart = _styled(preview_figure(m), "evt-preview-chart")
+        self.cost = _styled(cost_figure(m), "evt-preview-cost")
+        self.cost_box = W.VBox([self.cost])  # a plotly figure's own .layout is plotly's, so a box hides it
         self.totals = _styled(W.HTML(), "evt-preview-totals")
+        self.warnings = _styled(W.HTML(), "evt-preview-warnings")
         self.freshness = _styled(W.HTML(), "evt-preview-freshness")
         self.error = _styled(W.HTML(), "evt-preview-error")
+        self.notes = _styled(W.HTML(_lines_html(m.notes(), "evt-muted")), "evt-preview-notes")
         self.view = _styled(
             W.VBox(
                 [
+                    W.HTML(_STYLE),
                     self.strategy_select,
+                    self.notes,
                     W.HBox([self.slider, self.threshold_label]),
                     W.HBox([self.mode, self.mode_value]),
                     self.error,
-                    self.totals,
                     self.freshness,
+                    self.warnings,
+                    self.totals,
                     self.chart,
+                    self.cost_box,
                 ]
             ),
             "evt-preview",
@@ -470,7 +635,7 @@ class ThresholdPreview(_WidgetBase):
         try:
             action()
         except EvtError as exc:
-            self.error.value = f"<b>error:</b> {html.escape(f'{type(exc).__name__}: {exc}')}"
+            self.error.value = f"<b>error:</b> {html.escape(str(exc))}"
             _show(self.error, True)
             return False
         self.error.value = ""
@@ -489,8 +654,13 @@ class ThresholdPreview(_WidgetBase):
         if mode == "threshold":
             # Back to an explicit T: the slider's position is T again.
             self._guard(lambda: self.model.set_threshold(int(self.slider.value)))
+        elif not self._guard(lambda: self.model.set_mode(mode, int(self.mode_value.value) * _MINUTE_MS)):
+            self._syncing = True
+            try:
+                self.mode.value = self.model.threshold_mode
+            finally:
+                self._syncing = False
         else:
-            self._guard(lambda: self.model.set_mode(mode, int(self.mode_value.value) * _MINUTE_MS))
             self._sync_slider()
         self._render()
 
@@ -508,7 +678,8 @@ class ThresholdPreview(_WidgetBase):
     def _sync_slider(self) -> None:
         self._syncing = True
         try:
-            # T outside the data's range (e.g. data latency from now) pins the slider to its end; the label is exact.
+            # T outside the data's range (e.g. data latency from now) pins the slider to its end; the label and the
+            # warnings say where T really is.
             self.slider.value = min(max(self.model.threshold_ms, self.slider.min), self.slider.max)
         finally:
             self._syncing = False
@@ -516,13 +687,17 @@ class ThresholdPreview(_WidgetBase):
     def _render(self) -> None:
         m = self.model
         event_time = m.strategy_name == "event_time"
-        self.slider.disabled = not event_time or m.threshold_mode != "threshold"
-        self.mode.disabled = not event_time
-        self.mode_value.disabled = not event_time or m.threshold_mode == "threshold"
+        empty = m.empty_reason is not None
+        self.slider.disabled = empty or not event_time or m.threshold_mode != "threshold"
+        self.mode.disabled = empty or not event_time
+        self.mode_value.disabled = empty or not event_time or m.threshold_mode == "threshold"
         suffix = "" if event_time else " (not used by this strategy)"
         self.threshold_label.value = f"<span>T = {html.escape(format_ms(m.threshold_ms))}{suffix}</span>"
         update_preview_figure(self.chart, m)
-        self.totals.value = _lines_html(m.totals_lines(), "evt-totals")
+        update_cost_figure(self.cost, m)
+        _show(self.cost_box, event_time and not empty)
+        self.totals.value = "" if empty else _lines_html(m.totals_lines(), "evt-totals")
+        self.warnings.value = _lines_html(m.warnings(), "evt-warning")
         self.freshness.value = _lines_html([m.freshness_text])
         for fn in list(self._listeners):
             fn(m)
@@ -530,12 +705,17 @@ class ThresholdPreview(_WidgetBase):
 
 # -- compaction runner ----------------------------------------------------------------------------------------------
 
+#: Files of an unschedule listed at most (the rest counted).
+MAX_LISTED_FILES = 20
+
 
 class CompactionRunner(_WidgetBase):
     """Schedule, run, validate or unschedule a compaction, with progress, freshness and an RO-vs-snapshot check.
 
-    Errors are shown in the widget (``evt-runner-error``) and leave the table as it was; unschedule is a dry run
-    unless the box is unticked.
+    Each button is enabled only when its action fits the state (Run once a plan is scheduled, Unschedule while it
+    has not run), and the next sensible action is highlighted. Errors are shown in the widget
+    (``evt-runner-error``) and leave the table as it was; unschedule is a dry run unless the box is unticked, and
+    its list of files is summarised by kind.
 
     Args:
         table: the table.
@@ -563,7 +743,7 @@ class CompactionRunner(_WidgetBase):
         self.threshold = _styled(
             W.Text(
                 value="",
-                placeholder="epoch ms or ISO time; empty: the strategy given",
+                placeholder="ISO time or epoch ms; empty: the strategy given",
                 description="threshold T",
                 layout=W.Layout(width="60%"),
             ),
@@ -578,11 +758,15 @@ class CompactionRunner(_WidgetBase):
         )
         self.dry_run = _styled(W.Checkbox(value=True, description="unschedule as dry run"), "evt-runner-dry-run")
         self.schedule_button = _styled(W.Button(description="Schedule", icon="calendar"), "evt-runner-schedule")
-        self.run_button = _styled(W.Button(description="Run", icon="play", button_style="primary"), "evt-runner-run")
+        self.run_button = _styled(W.Button(description="Run", icon="play"), "evt-runner-run")
         self.validate_button = _styled(W.Button(description="Validate", icon="check"), "evt-runner-validate")
-        self.unschedule_button = _styled(
-            W.Button(description="Unschedule", icon="times", button_style="warning"), "evt-runner-unschedule"
-        )
+        self.unschedule_button = _styled(W.Button(description="Unschedule", icon="times"), "evt-runner-unschedule")
+        self.buttons = {
+            "schedule": self.schedule_button,
+            "run": self.run_button,
+            "validate": self.validate_button,
+            "unschedule": self.unschedule_button,
+        }
         self.progress = _styled(W.IntProgress(value=0, min=0, max=1, description="progress"), "evt-runner-progress")
         self.progress_label = _styled(W.HTML(), "evt-runner-progress-label")
         self.status = _styled(W.HTML(), "evt-runner-status")
@@ -596,7 +780,7 @@ class CompactionRunner(_WidgetBase):
                     W.HTML(f"<b>Compaction</b> — strategy: {html.escape(self._strategy_text())}"),
                     self.threshold,
                     W.HBox([self.link_mode, self.link_timing]),
-                    W.HBox([self.schedule_button, self.run_button, self.validate_button, self.unschedule_button]),
+                    W.HBox(list(self.buttons.values())),
                     self.dry_run,
                     W.HBox([self.progress, self.progress_label]),
                     self.status,
@@ -664,14 +848,22 @@ class CompactionRunner(_WidgetBase):
         done, total = self.model.progress_fraction()
         self.progress.max = max(total, 1)
         self.progress.value = min(done, self.progress.max)
-        self.progress_label.value = html.escape(f"{event.stage}: {event.done}/{event.total} — {event.message}")
+        self.progress_label.value = html.escape(f"{event.stage}: {event.done:,}/{event.total:,} — {event.message}")
 
     def _set_busy(self, busy: bool) -> None:
-        for b in (self.schedule_button, self.run_button, self.validate_button, self.unschedule_button):
+        for b in self.buttons.values():
             b.disabled = busy
+
+    def _render_buttons(self) -> None:
+        enabled = self.model.enabled()
+        nxt = self.model.next_action
+        for action, button in self.buttons.items():
+            button.disabled = not enabled[action]
+            button.button_style = ("warning" if action == "unschedule" else "primary") if action == nxt else ""
 
     def _render(self) -> None:
         m = self.model
+        self._render_buttons()
         self.status.value = _lines_html([f"state: {m.state}", *([m.message] if m.message else [])])
         if m.last_error:
             self.error.value = "<b>error:</b> " + html.escape(m.last_error) + " — the table was not changed"
@@ -683,42 +875,54 @@ class CompactionRunner(_WidgetBase):
         if m.scheduled is not None:
             c = m.scheduled
             lines.append(
-                f"plan {c.instant}: {c.operations} operation(s), {len(c.links)} link(s), T = {format_ms(c.threshold)}, "
-                f"links {c.link_mode} at {c.link_timing}"
+                f"plan {c.instant}: {c.operations:,} operation(s), {len(c.links):,} link(s), "
+                f"T = {format_ms(c.threshold)}, links by {c.link_mode} at {c.link_timing}"
             )
         if m.result is not None:
             r = m.result
             lines.append(
-                f"compacted log files: {r.log_files_compacted} ({format_bytes(r.log_bytes_compacted)}); "
-                f"records written: {r.records_written}; bytes written: {r.bytes_written}; "
-                f"duration: {r.duration_s:.1f} s"
+                f"compacted log files: {r.log_files_compacted:,} ({format_bytes(r.log_bytes_compacted)}); "
+                f"records written: {r.records_written:,}; bytes written: {format_bytes(r.bytes_written)}; "
+                f"duration: {format_duration(r.duration_s * 1000)}"
             )
         if m.validation is not None:
             v = m.validation
             lines.append("validation: " + ("OK" if v.ok else "problems: " + "; ".join(v.problems)))
+        files_html = ""
         if m.unschedule_report is not None:
             u = m.unschedule_report
             verb = "deleted" if u.deleted else "would delete"
-            lines.append(f"unschedule {u.instant}: {verb} {len(u.files_to_delete)} file(s)")
-            lines.extend(f"  {p}" for p in u.files_to_delete[:20])
-        self.result.value = _lines_html(lines)
-        fresh: list[str] = []
-        if m.freshness_before is not None:
-            fresh.append("before: " + m.freshness_before.text())
-        if m.freshness_after is not None:
-            fresh.append("after: " + m.freshness_after.text())
-            if m.scheduled is not None and m.scheduled.threshold is not None:
-                same = m.freshness_after.threshold_ms == m.scheduled.threshold
-                fresh.append(f"freshness after equals the plan's T: {'yes' if same else 'no'}")
-        self.freshness.value = _lines_html(fresh)
+            lines.append(f"unschedule {u.instant}: {verb} {m.files_summary(u.files_to_delete)}")
+            files_html = self._files_html(u.files_to_delete)
+        self.result.value = _lines_html(lines) + files_html
+        self.freshness.value = _lines_html(m.freshness_lines())
         self.check.value = _lines_html([m.check.text()] if m.check is not None else [])
+
+    def _files_html(self, files: Sequence[str]) -> str:
+        if not files:
+            return ""
+        groups = CompactionRunnerModel.files_by_kind(files)
+        parts = []
+        for kind, names in groups.items():
+            shown = "".join(f"<div><code>{_esc(n)}</code></div>" for n in names[:MAX_LISTED_FILES])
+            more = (
+                f'<div class="evt-muted">… {len(names) - MAX_LISTED_FILES:,} more</div>'
+                if len(names) > MAX_LISTED_FILES
+                else ""
+            )
+            parts.append(f"<details><summary>{len(names):,} {_esc(kind)}(s)</summary>{shown}{more}</details>")
+        return '<div class="evt-runner-files">' + "".join(parts) + "</div>"
 
 
 # -- timeline -------------------------------------------------------------------------------------------------------
 
+#: Instants listed before the rest fold away.
+MAX_LISTED_INSTANTS = 15
+
 
 class TimelineView(_WidgetBase):
-    """The active timeline: instants with action and state; compaction plans expand to operations, logs and links.
+    """The active timeline: a chart with one lane per action (pending instants hollow, compactions as diamonds with
+    their T on hover), and the instants newest first, compaction plans expanding to operations, logs and links.
 
     Example:
         >>> TimelineView(t)  # doctest: +SKIP
@@ -726,10 +930,12 @@ class TimelineView(_WidgetBase):
 
     def __init__(self, table: HudiTable) -> None:
         self.model = TimelineModel(table)
+        self.chart = _styled(timeline_figure(self.model), "evt-timeline-chart")
         self.table_html = _styled(W.HTML(), "evt-timeline-table")
         self.refresh_button = _styled(W.Button(description="Refresh", icon="refresh"), "evt-timeline-refresh")
         self.view = _styled(
-            W.VBox([W.HBox([W.HTML("<b>Timeline</b>"), self.refresh_button]), self.table_html]), "evt-timeline"
+            W.VBox([W.HBox([W.HTML("<b>Timeline</b>"), self.refresh_button]), self.chart, self.table_html]),
+            "evt-timeline",
         )
         self.refresh_button.on_click(lambda _: self.refresh())
         self._render()
@@ -737,31 +943,44 @@ class TimelineView(_WidgetBase):
     def refresh(self) -> None:
         """Re-read the timeline."""
         self.model.refresh()
+        update_timeline_figure(self.chart, self.model)
         self._render()
 
-    def _render(self) -> None:
-        rows = []
-        for r in self.model.rows:
-            plan = ""
-            if r.plan is not None:
-                p = r.plan
-                ops = "".join(
-                    f"<tr><td>{_esc(o['partition_path'] or '-')}</td><td>{_esc(o['file_id'])}</td>"
-                    f"<td>{_esc(o['base_instant'])}</td><td>{_esc(len(o['log_files']))}</td>"
-                    f"<td>{_esc('; '.join(o['log_files']))}</td><td>{_esc('; '.join(o['links']) or '-')}</td></tr>"
-                    for o in p.operation_rows
-                )
-                plan = (
-                    f'<details class="evt-timeline-plan"><summary>plan: {p.operations} operation(s), '
-                    f"{p.log_files} log file(s), {p.links} link(s), T = {_esc(format_ms(p.threshold_ms))}, "
-                    f"{_esc(p.strategy)}, links {_esc(p.link_mode)}/{_esc(p.link_timing)}</summary>"
-                    '<table class="evt-table"><tr><th>partition</th><th>file group</th><th>base instant</th>'
-                    f"<th>logs</th><th>log files</th><th>links</th></tr>{ops}</table></details>"
-                )
-            css = ' class="evt-instant-pending"' if r.pending else ""
-            rows.append(
-                f"<tr{css}><td>{_esc(r.time)}</td><td>{_esc(r.action)}</td><td>{_esc(r.state)}</td>"
-                f"<td>{_esc(r.completion_time)}</td><td>{plan}</td></tr>"
+    def _row_html(self, r: Any) -> str:
+        plan = ""
+        if r.plan is not None:
+            p = r.plan
+            ops = "".join(
+                f"<tr><td>{_esc(o['partition_path'] or '-')}</td><td>{_esc(o['file_id'])}</td>"
+                f"<td>{_esc(o['base_instant'])}</td><td class='num'>{len(o['log_files']):,}</td>"
+                f"<td class='num'>{len(o['links']):,}</td></tr>"
+                for o in p.operation_rows
             )
+            plan = (
+                f'<details class="evt-timeline-plan"><summary>plan: {p.operations:,} operation(s), '
+                f"{p.log_files:,} log file(s), {p.links:,} link(s), T = {_esc(format_ms(p.threshold_ms))}, "
+                f"{_esc(p.strategy)}, links {_esc(p.link_mode)}/{_esc(p.link_timing)}</summary>"
+                '<table class="evt-table"><tr><th>partition</th><th>file group</th><th>base instant</th>'
+                f"<th>logs</th><th>links</th></tr>{ops}</table></details>"
+            )
+        css = ' class="evt-instant-pending"' if r.pending else ""
+        return (
+            f"<tr{css}><td>{_esc(r.time)}</td><td>{_esc(r.action)}</td><td>{_esc(r.state)}</td>"
+            f"<td>{_esc(r.completion_time)}</td><td>{plan}</td></tr>"
+        )
+
+    def _render(self) -> None:
+        rows = self.model.newest_first
         head = "<tr><th>instant</th><th>action</th><th>state</th><th>completed</th><th>plan</th></tr>"
-        self.table_html.value = f'{_STYLE}<table class="evt-table">{head}{"".join(rows)}</table>'
+        first = "".join(self._row_html(r) for r in rows[:MAX_LISTED_INSTANTS])
+        older = rows[MAX_LISTED_INSTANTS:]
+        rest = ""
+        if older:
+            body = "".join(self._row_html(r) for r in older)
+            rest = (
+                f"<details><summary>{len(older):,} older instant(s)</summary>"
+                f'<table class="evt-table">{head}{body}</table></details>'
+            )
+        self.table_html.value = (
+            f"{_STYLE}<div class='evt-muted'>newest first</div><table class=\"evt-table\">{head}{first}</table>{rest}"
+        )

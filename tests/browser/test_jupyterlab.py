@@ -2,14 +2,23 @@
 
 * notebook 03: run all cells, move the threshold slider with the keyboard (Home / End on the slider handle) and
   check that the totals (``selected logs: N``) and the plotly chart (trace data and the SVG bars) change;
-* notebook 01: run all cells, press a block's header toggle and check that the full header (``INSTANT_TIME``) shows.
+* notebook 01: run all cells; in the inspector's block table sort by min event time, descending, and check the rows
+  reorder; open a block's header and unfold its schema;
+* notebook 02: run all cells; the distribution chart draws the logs against their replay position, rings the
+  out-of-order ones and marks T;
+* a runner notebook (written by the test, no Spark): only Schedule is enabled and highlighted at first; after a
+  click Run is, and after Run the plan is done and Run is disabled again.
 
-Screenshots go to ``test-artifacts/screenshots/`` (README images are copied from there by hand).
+Screenshots go to ``test-artifacts/screenshots/``; with ``EVT_UPDATE_DOC_IMAGES=1`` the ones the README shows are
+also written to ``docs/images/``.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -17,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.conftest import LabServer
+from tests.browser.conftest import REPO_ROOT, LabServer
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -99,6 +108,16 @@ def _viewport_screenshot(page: Any, element: Any, path: Path) -> None:
     page.screenshot(path=str(path))
 
 
+DOC_IMAGES = REPO_ROOT / "docs" / "images"
+
+
+def _doc_image(shot: Path, name: str) -> None:
+    """Keep a screenshot the README shows, when asked to (``EVT_UPDATE_DOC_IMAGES=1``)."""
+    if os.environ.get("EVT_UPDATE_DOC_IMAGES") == "1":
+        DOC_IMAGES.mkdir(parents=True, exist_ok=True)
+        shutil.copy(shot, DOC_IMAGES / name)
+
+
 def _selected_logs(text: str) -> int:
     m = re.search(r"selected logs:\s*([\d,]+)", text)
     assert m, f"no 'selected logs: N' in the totals: {text[:500]!r}"
@@ -160,21 +179,168 @@ def test_threshold_slider_updates_totals_and_chart(page: Any, lab_server: LabSer
     page.wait_for_timeout(500)
     preview.screenshot(path=str(screenshots / "03_threshold_preview_after.png"))
     _viewport_screenshot(page, preview, screenshots / "03_threshold_preview_lab.png")
+    _doc_image(screenshots / "03_threshold_preview_lab.png", "threshold_preview.png")
 
 
-def test_log_header_toggle_shows_full_header(page: Any, lab_server: LabServer, screenshots: Path) -> None:
+def _row_keys(table: Any) -> list[str]:
+    keys: list[str] = table.evaluate(
+        "el => Array.from(el.querySelectorAll('tr.evt-block-row')).map(r => r.getAttribute('data-key'))"
+    )
+    return keys
+
+
+def _select(page: Any, container: Any, label: str) -> None:
+    """Choose an option of the ipywidgets dropdown inside ``container`` by its label, as a user would."""
+    container.locator("select").first.select_option(label=label)
+
+
+def test_inspector_table_sorts_and_opens_a_header(page: Any, lab_server: LabServer, screenshots: Path) -> None:
     _open_and_run_all(page, lab_server, "01_inspect_log_headers.ipynb")
     inspector = page.locator(".evt-inspector").first
     inspector.wait_for(state="visible")
-    toggle = inspector.locator(".evt-block-header-toggle").first
-    toggle.wait_for(state="visible")
-    assert inspector.locator(".evt-block-header-full").count() == 0, "a full header shows before any toggle"
-    toggle.scroll_into_view_if_needed()
-    toggle.click()
-    full = inspector.locator(".evt-block-header-full").first
-    full.wait_for(state="visible", timeout=CHANGE_TIMEOUT_S * 1000)
-    text = full.inner_text()
-    assert "INSTANT_TIME" in text, text[:1000]
-    assert re.search(r"\b\d{17}\b", text), f"no instant time in the header: {text[:1000]}"
-    assert "SCHEMA" in text and "sched_dep_ts" in text, text[:1000]
-    _viewport_screenshot(page, inspector, screenshots / "01_log_header_inspector_lab.png")
+    blocks = inspector.locator(".evt-inspector-blocks").first
+    page.wait_for_function(
+        "el => el.querySelectorAll('tr.evt-block-row').length > 100", arg=blocks.element_handle(), timeout=60_000
+    )
+    before = _row_keys(blocks)
+    assert len(before) == 600, len(before)  # the whole demo table: 600 blocks, one row each
+
+    inspector.locator(".evt-inspector-sort").scroll_into_view_if_needed()
+    _select(page, inspector.locator(".evt-inspector-sort"), "min event time")
+    inspector.locator(".evt-inspector-descending").click()
+    after = _wait_for_change(lambda: _row_keys(blocks), before, "the block table after sorting by min event time")
+    assert sorted(after) == sorted(before) and after[0] != before[0]
+    head = blocks.locator("th").all_inner_texts()
+    assert any(h.startswith("min event time") and h.endswith("▼") for h in head), head
+    first_row = blocks.locator("tr.evt-block-row").first.inner_text()
+    assert "2013-01-08" in first_row, first_row  # the latest minimum of the week comes first
+
+    # The header of the block at the top: open it from the selector, then unfold its schema.
+    _select(
+        page,
+        inspector.locator(".evt-inspector-block"),
+        inspector.locator(".evt-inspector-block option").first.inner_text(),
+    )
+    header = inspector.locator(".evt-block-header-full").first
+    header.wait_for(state="visible", timeout=CHANGE_TIMEOUT_S * 1000)
+    text = header.inner_text()
+    assert "INSTANT_TIME" in text and re.search(r"\b\d{17}\b", text), text[:1000]
+    schema = header.locator("details.evt-schema").first
+    assert "22 fields" in schema.locator("summary").inner_text()
+    assert not schema.locator("pre").is_visible(), "the schema is folded until asked for"
+    schema.locator("summary").click()
+    schema.locator("pre").wait_for(state="visible")
+    assert "sched_dep_ts" in schema.locator("pre").inner_text()
+    shot = screenshots / "01_log_header_inspector_lab.png"
+    _viewport_screenshot(page, inspector.locator(".evt-inspector-sort"), shot)
+    _doc_image(shot, "log_header_inspector.png")
+
+
+_TRACES_JS = """
+root => {
+  const gd = root.classList.contains('js-plotly-plot') ? root : root.querySelector('.js-plotly-plot');
+  if (!gd || !gd.data) return null;
+  return {
+    traces: gd.data.map(t => ({name: t.name, mode: t.mode, n: t.x ? t.x.length : 0})),
+    shapes: (gd.layout.shapes || []).length,
+    xaxis: gd.layout.xaxis && gd.layout.xaxis.title ? gd.layout.xaxis.title.text : null,
+    points: root.querySelectorAll('.scatterlayer .point').length,
+  };
+}
+"""
+
+
+def test_distribution_plot_shows_replay_order_and_t(
+    page: Any, lab_server: LabServer, screenshots: Path, prebuilt_demo_table: str
+) -> None:
+    import evt_toolkit as evt
+    from evt_toolkit.widgets.models import DistributionModel
+
+    want = DistributionModel(evt.HudiTable.open(prebuilt_demo_table)).counts()
+    _open_and_run_all(page, lab_server, "02_event_time_distribution.ipynb")
+    chart = page.locator(".evt-distribution-chart").first
+    chart.wait_for(state="visible")
+    page.wait_for_function(
+        "el => el.querySelectorAll('.scatterlayer .point').length > 100",
+        arg=chart.element_handle(),
+        timeout=CHANGE_TIMEOUT_S * 1000,
+    )
+    info = chart.evaluate(_TRACES_JS)
+    assert info is not None
+    by_name = {t["name"]: t["n"] for t in info["traces"] if t["mode"] == "markers"}
+    logs = by_name["min ≤ T: compacted"] + by_name["min > T, forced in by the prefix rule"]
+    logs += by_name["min > T: kept (linked)"]
+    assert logs == want["known"] > 500, by_name  # every log with a known min event time, each drawn once
+    assert by_name["out of order (older than a log before it)"] == want["out_of_order"]
+    assert by_name["out of order (older than a log before it)"] > 0
+    assert info["shapes"] == 1 and info["xaxis"].startswith("log file #"), info
+    assert info["points"] >= logs  # drawn in the browser, not only in the figure's data
+    info_text = page.locator(".evt-distribution-info").first.inner_text()
+    assert "out-of-order logs" in info_text
+    forced = by_name["min > T, forced in by the prefix rule"]
+    assert f"{by_name['min ≤ T: compacted']:,} log(s) with min ≤ T, {forced:,} more forced" in info_text, info_text
+    shot = screenshots / "02_event_time_distribution_lab.png"
+    _viewport_screenshot(page, page.locator(".evt-distribution").first, shot)
+    _doc_image(shot, "event_time_distribution.png")
+
+
+_RUNNER_NOTEBOOK = [
+    "import shutil, tempfile\n"
+    "from pathlib import Path\n"
+    "from evt_toolkit import HudiTable\n"
+    "from evt_toolkit.compaction import EventTimeBasedCompactionStrategy\n"
+    "from evt_toolkit.demo.locate import ensure_demo_table\n"
+    "from evt_toolkit.widgets import CompactionRunner\n"
+    "work = Path(tempfile.mkdtemp(prefix='evt-browser-runner-')) / 'flights'\n"
+    "shutil.copytree(ensure_demo_table().storage.base_path, work, symlinks=True)\n"
+    "runner = CompactionRunner(HudiTable.open(str(work)), EventTimeBasedCompactionStrategy(threshold='2013-01-05'))\n"
+    "runner",
+]
+
+
+def _button(runner: Any, css: str) -> dict[str, Any]:
+    state: dict[str, Any] = runner.locator(f"button.{css}").first.evaluate(
+        "b => ({disabled: b.disabled, primary: b.classList.contains('mod-primary')})"
+    )
+    return state
+
+
+def test_runner_buttons_follow_the_state(page: Any, lab_server: LabServer, screenshots: Path) -> None:
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(src) for src in _RUNNER_NOTEBOOK]
+    nb.metadata["kernelspec"] = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+    nbformat.write(nb, lab_server.root_dir / "runner_buttons.ipynb")
+    _open_and_run_all(page, lab_server, "runner_buttons.ipynb")
+    runner = page.locator(".evt-runner").first
+    runner.wait_for(state="visible")
+
+    def states() -> str:
+        return json.dumps(
+            {c: _button(runner, f"evt-runner-{c}") for c in ("schedule", "run", "validate", "unschedule")}
+        )
+
+    first = json.loads(states())
+    assert first["schedule"] == {"disabled": False, "primary": True}, first
+    assert all(first[c]["disabled"] for c in ("run", "validate", "unschedule")), first
+    runner.scroll_into_view_if_needed()
+    runner.locator("button.evt-runner-schedule").click()
+    scheduled = json.loads(_wait_for_change(states, json.dumps(first), "the runner's buttons after Schedule"))
+    assert scheduled["schedule"]["disabled"] and scheduled["run"] == {"disabled": False, "primary": True}, scheduled
+    assert not scheduled["unschedule"]["disabled"] and not scheduled["validate"]["disabled"]
+    assert "state: scheduled" in runner.locator(".evt-runner-status").inner_text()
+    shot = screenshots / "runner_scheduled_lab.png"
+    _viewport_screenshot(page, runner, shot)
+    _doc_image(shot, "compaction_runner.png")
+
+    runner.locator("button.evt-runner-run").click()
+    page.wait_for_function(
+        "el => /state: done/.test(el.innerText)",
+        arg=runner.locator(".evt-runner-status").element_handle(),
+        timeout=RUN_TIMEOUT_MS,
+    )
+    done = json.loads(states())
+    assert done["run"]["disabled"] and done["unschedule"]["disabled"] and not done["schedule"]["disabled"], done
+    freshness = runner.locator(".evt-runner-freshness").inner_text()
+    assert "every event ≤ 2013-01-05" in freshness, freshness

@@ -19,13 +19,13 @@ from evt_toolkit.compaction.event_times import slice_infos
 from evt_toolkit.compaction.model import LogFileInfo, SliceInfo
 from evt_toolkit.compaction.preview import preview
 from evt_toolkit.compaction.strategy import (
-    CompactionStrategyError,
     EventTimeBasedCompactionStrategy,
     LogFileSizeBasedCompactionStrategy,
     UnBoundedCompactionStrategy,
 )
 from evt_toolkit.widgets.models import (
     HEATMAP_SLICE_THRESHOLD,
+    MAX_REPLAY_SLICES,
     CompactionRunnerModel,
     DistributionModel,
     InvalidActionError,
@@ -83,7 +83,10 @@ def test_preview_model_follows_compaction_preview(tmp_path: Path) -> None:
         assert m.totals["bytes_read"] == s.bytes_read
         assert m.totals["bytes_written"] == s.bytes_written_estimate
         assert m.totals["full_bytes_read"] == s.full_bytes_read
-        assert m.freshness == s.ro_freshness_ms == threshold
+        # A plan that compacts nothing promises nothing new; otherwise the preview's freshness is the model's.
+        assert m.freshness == (s.ro_freshness_ms if s.logs_compacted else None)
+        assert m.freshness in (None, threshold) and (m.freshness is None) == (s.logs_compacted == 0)
+        assert m.totals["forced_logs"] == s.logs_forced
         for col in ("file_id", "selected", "logs_compacted", "compacted_log_files", "remaining_log_files", "links"):
             assert m.per_slice.column(col).to_pylist() == want.per_slice.column(col).to_pylist(), (threshold, col)
         seen.add(s.logs_compacted)
@@ -103,8 +106,11 @@ def test_preview_model_strategies_match_compaction_preview(tmp_path: Path) -> No
         assert m.totals["selected_logs"] == want.summary.logs_compacted == want.summary.logs_total
         assert m.per_slice.column("selected").to_pylist() == want.per_slice.column("selected").to_pylist()
         assert m.freshness is None and "does not bound event time" in m.freshness_text
-    # The demo's partitions are origin=EWR...: Hudi's day-based strategy refuses them, and the model keeps its state.
-    with pytest.raises(CompactionStrategyError, match="origin="):
+    # The demo's partitions are origin=EWR...: Hudi's day-based strategy cannot apply; it is not offered, the reason
+    # is kept, and choosing it anyway is refused with that reason while the model keeps its state.
+    assert "day_based" not in m.strategy_choices and "origin=" in m.unavailable["day_based"]
+    assert any("day_based is not offered" in n for n in m.notes())
+    with pytest.raises(InvalidActionError, match="origin="):
         m.set_strategy("day_based")
     assert m.strategy_name == "unbounded"
     with pytest.raises(InvalidActionError):
@@ -172,25 +178,67 @@ def test_inspector_cascade_matches_file_slices(tmp_path: Path) -> None:
         assert m.file_groups(p) == sorted(r["file_id"] for r in fs if r["partition_path"] == p)
     for r in fs[:4]:
         sel = m.select(partition=r["partition_path"], file_id=r["file_id"])
-        assert sel.base_instant == r["base_instant"]  # latest slice by default
-        assert m.options["log_file"] == r["log_files"]
-        assert sel.log_file == r["log_files"][0]
-        last = m.select(r["partition_path"], r["file_id"], r["base_instant"], r["log_files"][-1])
+        assert sel.base_instant == r["base_instant"] and not sel.whole_table  # latest slice by default
         blocks = t.inspect.log_blocks(r["partition_path"], r["file_id"])
-        mine = blocks.filter(pc.equal(blocks.column("log_file"), last.log_file)).to_pylist()
-        assert [(b.offset, b.size, b.block_type, b.instant_time, b.min_event_time) for b in m.rows] == [
-            (x["offset"], x["size"], x["block_type"], x["instant_time"], x["min_event_time"]) for x in mine
+        # Every block of every log of the slice, in replay order, not one log file at a time.
+        assert [(b.log_file, b.offset, b.size, b.block_type, b.instant_time, b.min_event_time) for b in m.rows] == [
+            (x["log_file"], x["offset"], x["size"], x["block_type"], x["instant_time"], x["min_event_time"])
+            for x in blocks.to_pylist()
         ]
-        assert all(b.status == "ok" and b.min_event_time_source == "write_stats" for b in m.rows)
-    details = m.header_details(0)
-    assert details["INSTANT_TIME"] == m.rows[0].instant_time
-    assert '"fields"' in details["SCHEMA"] and "sched_dep_ts" in details["SCHEMA"]
-    assert m.rows[0].schema.startswith("_hoodie_commit_time")
+        assert {b.log_file for b in m.rows} == set(r["log_files"])
+        assert all(b.status == "ok" for b in m.rows)
+        assert all(b.min_event_time_source == "write_stats" for b in m.rows if b.block_type == "AVRO_DATA")
+        assert all(b.log_file.endswith(b.log) and b.log.startswith("log.") for b in m.rows)
+    key = m.rows[0].key
+    details = m.header_details(key)
+    assert details["INSTANT_TIME"] == m.rows[0].instant_time and "SCHEMA" not in details
+    schema = m.schema_details(key)
+    assert schema is not None
+    summary, full = schema
+    assert "22 fields" in summary and "5 Hudi meta fields" in summary and "carrier" in summary
+    assert '"fields"' in full and "sched_dep_ts" in full
+    assert m.rows[0].schema_fields == 22
     # A partition change resets the lower levels to that partition's first options.
     sel = m.select(partition=m.options["partition"][-1])
     assert sel.file_id == m.file_groups(sel.partition or "")[0]
-    with pytest.raises(IndexError):
-        m.header_details(99)
+    with pytest.raises(KeyError):
+        m.header_details("nope")
+
+
+def test_inspector_whole_table_sorts_and_filters(tmp_path: Path) -> None:
+    t = demo_table(tmp_path / "t")
+    m = LogHeaderModel(t, whole_table=True)
+    blocks = t.inspect.log_blocks()
+    assert len(m.rows) == blocks.num_rows and len({r.key for r in m.rows}) == len(m.rows)
+    s = m.summary()
+    assert s["blocks"] == blocks.num_rows and s["log_files"] == sum(t.file_slices().column("num_log_files").to_pylist())
+    assert s["records"] == pc.sum(blocks["record_count"]).as_py()
+    assert s["min_event_time"] == pc.min(blocks["min_event_time"]).as_py()
+
+    m.set_sort("min_event_time")
+    times = [r.min_event_time for r in m.visible_rows if r.min_event_time is not None]
+    assert times == sorted(times) and times[0] == s["min_event_time"]
+    m.set_sort("records", descending=True)
+    counts = [r.record_count or 0 for r in m.visible_rows]
+    assert counts == sorted(counts, reverse=True)
+    m.set_filter("delete")
+    assert m.visible_rows and all(r.block_type == "DELETE" for r in m.visible_rows)
+    assert len(m.visible_rows) == s["delete_blocks"]
+    m.set_filter("problems")
+    assert m.visible_rows == []
+    assert len(m.frame()) == 0
+    with pytest.raises(InvalidActionError):
+        m.set_sort("colour")
+    with pytest.raises(InvalidActionError):
+        m.set_filter("some")
+
+
+@SKIP_NO_SHARED
+def test_inspector_opens_on_a_slice_with_logs() -> None:
+    """A table whose first file group has no logs: the inspector starts on one that has, not on an empty slice."""
+    t = evt.HudiTable.open(fixture_table_path("mor_v8_trips_8i3u1d"))
+    m = LogHeaderModel(t)
+    assert m.rows and m.selected.file_id in {r["file_id"] for r in t.file_slices().to_pylist() if r["num_log_files"]}
 
 
 @SKIP_NO_SHARED
@@ -198,24 +246,22 @@ def test_inspector_marks_uncommitted_block() -> None:
     t = evt.HudiTable.open(fixture_table_path("mor_table_uncommitted_log_v6"))
     inflight = [i.time for i in t.timeline.instants if not i.is_completed]
     m = LogHeaderModel(t)
-    statuses = {}
-    for lf in m.options["log_file"]:
-        m.select(m.selected.partition, m.selected.file_id, m.selected.base_instant, lf)
-        statuses.update({b.instant_time: b.status for b in m.rows})
+    statuses = {b.instant_time: b.status for b in m.rows}
     assert inflight and all(statuses[i] == "uncommitted" for i in inflight)
     assert "ok" in statuses.values()
-    assert "INSTANT_TIME" in m.header_details(0) and "SCHEMA" in m.header_details(0)
+    m.set_filter("problems")
+    assert {b.instant_time for b in m.visible_rows} == set(inflight)
+    key = m.rows[0].key
+    assert "INSTANT_TIME" in m.header_details(key) and m.schema_details(key) is not None
 
 
 @SKIP_NO_SHARED
 def test_inspector_marks_corrupt_block() -> None:
     t = evt.HudiTable.open(fixture_table_path("mor_table_corrupt_tail_block"))
-    m = LogHeaderModel(t)
-    found = []
-    for lf in m.options["log_file"]:
-        m.select(m.selected.partition, m.selected.file_id, m.selected.base_instant, lf)
-        found += [b for b in m.rows if b.status == "corrupt"]
+    m = LogHeaderModel(t, whole_table=True)
+    found = [b for b in m.rows if b.status == "corrupt"]
     assert len(found) == 1 and "past EOF" in (found[0].corrupt_reason or "")
+    assert found[0].status_text.startswith("CORRUPT")
 
 
 # -- distribution -----------------------------------------------------------------------------------------------------
@@ -240,6 +286,38 @@ def test_distribution_frames_match_slice_infos(tmp_path: Path) -> None:
     m.set_mode("heatmap")
     assert m.use_heatmap
     assert str(m.points["time"].iloc[0]).startswith("2013-01-01")
+    assert m.empty_reason is None and m.unit_hint is None
+
+
+def test_distribution_out_of_order_and_forced_agree_with_the_preview(tmp_path: Path) -> None:
+    """Out of order = older than a log replayed before it; forced = inside the prefix at T with min > T, which
+    is what the compaction preview counts as forced (for logs of known min event time)."""
+    t = demo_table(tmp_path / "t")
+    m = DistributionModel(t)
+    for s in slice_infos(t):
+        running: int | None = None
+        for lf in s.log_files:
+            if not lf.has_data or lf.min_event_time is None:
+                continue
+            row = m.points[m.points["log_file"] == lf.name].iloc[0]
+            assert bool(row["out_of_order"]) == (running is not None and lf.min_event_time < running), lf.name
+            running = lf.min_event_time if running is None else max(running, lf.min_event_time)
+    assert m.counts()["out_of_order"] > 0
+    for threshold in (1357041600000, 1357063200000):
+        m.set_threshold(threshold)
+        p = t.compaction.preview(EventTimeBasedCompactionStrategy(threshold=threshold), now_ms=NOW).per_log
+        known = p.filter(pc.and_(p["has_data"], pc.is_valid(p["min_event_time"])))
+        assert m.counts()["forced"] == pc.sum(known["forced"]).as_py()
+        assert m.counts()["selected"] == pc.sum(known["selected_by_threshold"]).as_py()
+
+
+def test_distribution_empty_states_and_epoch_seconds() -> None:
+    assert "no file slice has log files" in (DistributionModel(slices=[]).empty_reason or "")
+    unknown = SliceInfo("p", "f", "1", None, None, (LogFileInfo.synthetic("f", 1, min_event_time=None),))
+    assert "known min event time" in (DistributionModel(slices=[unknown]).empty_reason or "")
+    seconds = SliceInfo("p", "f", "1", None, None, (LogFileInfo.synthetic("f", 1, min_event_time=1_695_200_000),))
+    m = DistributionModel(slices=[seconds])
+    assert m.empty_reason is None and "epoch seconds" in (m.unit_hint or "")
 
 
 def test_distribution_heatmap_above_slice_threshold() -> None:
@@ -252,8 +330,8 @@ def test_distribution_heatmap_above_slice_threshold() -> None:
     assert not DistributionModel(slices=slices(HEATMAP_SLICE_THRESHOLD)).use_heatmap
     big = DistributionModel(slices=slices(HEATMAP_SLICE_THRESHOLD + 1))
     assert big.use_heatmap
-    big.set_mode("strip")
-    assert not big.use_heatmap
+    big.set_mode("replay")
+    assert not big.use_heatmap and len(big.replay_slices()) == MAX_REPLAY_SLICES
     with pytest.raises(InvalidActionError):
         big.set_mode("pie")
 
@@ -265,8 +343,12 @@ def test_runner_schedule_run_validate(tmp_path: Path) -> None:
     t = demo_table(tmp_path / "t")
     threshold = 1357045200000  # 2013-01-01 13:00 UTC
     m = CompactionRunnerModel(t, EventTimeBasedCompactionStrategy(threshold=threshold))
+    assert m.enabled() == {"schedule": True, "run": False, "validate": False, "unschedule": False}
+    assert m.next_action == "schedule"
     events = []
     c = m.schedule()
+    assert m.enabled() == {"schedule": False, "run": True, "validate": True, "unschedule": True}
+    assert m.next_action == "run"
     assert c is not None and m.state == "scheduled" and m.last_error is None
     assert c.threshold == threshold
     assert m.freshness_before is not None and m.freshness_before.threshold_ms is None
@@ -274,6 +356,11 @@ def test_runner_schedule_run_validate(tmp_path: Path) -> None:
     result = m.run(progress=events.append)
     assert result is not None and m.state == "done", m.last_error
     assert m.freshness_after is not None and m.freshness_after.threshold_ms == threshold
+    assert m.enabled() == {"schedule": True, "run": False, "validate": True, "unschedule": False}
+    lines = m.freshness_lines()
+    assert lines[0] == "before: RO freshness: none (no compaction has completed)"
+    assert lines[1].startswith("after: RO freshness: every event ≤ 2013-01-01T13:00:00.000Z") and "years" in lines[1]
+    assert lines[2] == "the RO view now promises the plan's T (2013-01-01T13:00:00.000Z)"
     assert m.check is not None and m.check.ok and m.check.snapshot_rows_le_t > 0 and m.check.missing_from_ro == 0
     assert events and events[-1].stage == "commit"
     done, total = m.progress_fraction()
@@ -310,6 +397,12 @@ def test_runner_unschedule_dry_run_then_real(tmp_path: Path) -> None:
     assert m.schedule() is None and m.last_error is not None and "cannot schedule while scheduled" in m.last_error
     report = m.unschedule()
     assert report is not None and not report.deleted and report.files_to_delete and m.state == "scheduled"
+    kinds = m.files_by_kind(report.files_to_delete)
+    assert len(kinds["link"]) == len(c.links) and kinds["timeline file"]
+    assert sum(len(v) for v in kinds.values()) == len(report.files_to_delete)
+    assert m.message == (
+        f"dry run: would delete {len(report.files_to_delete)} file(s): {len(c.links)} links, 1 timeline file"
+    )
     report = m.unschedule(dry_run=False)
     assert report is not None and m.state == "idle", m.last_error
     assert _timeline_files(t) == before
@@ -332,6 +425,7 @@ def test_timeline_model_rows_and_pending_plan(tmp_path: Path) -> None:
     t = demo_table(tmp_path / "t")
     m = TimelineModel(t)
     assert [(r.time, r.action) for r in m.rows] == [(i.time, i.action) for i in t.timeline.instants]
+    assert [r.time for r in m.newest_first] == sorted((i.time for i in t.timeline.instants), reverse=True)
     assert all(r.state == "COMPLETED" and r.plan is None for r in m.rows)
     c = t.compaction.schedule(EventTimeBasedCompactionStrategy(threshold=1357045200000))
     assert c is not None
@@ -344,7 +438,58 @@ def test_timeline_model_rows_and_pending_plan(tmp_path: Path) -> None:
         1357045200000,
     )
     assert plan.strategy == "EventTimeBasedCompactionStrategy" and plan.link_mode == "copy"
-    assert plan.log_files == sum(len(op["deltaFilePaths"]) for op in c.plan["operations"])
     frame = m.frame()
-    assert frame.iloc[-1]["state"] == "REQUESTED" and frame.iloc[-1]["operations"] == c.operations
-    assert format_ms(plan.threshold_ms) == "2013-01-01 13:00:00 UTC"
+    assert frame.iloc[0]["state"] == "REQUESTED" and frame.iloc[0]["operations"] == c.operations  # newest first
+    chart = m.chart_frame()
+    assert len(chart) == len(m.rows) and chart["requested"].notna().all()
+    row = chart[chart["instant"] == c.instant].iloc[0]
+    assert row["pending"] and row["action"] == "compaction" and "T = 2013-01-01T13:00:00.000Z" in row["label"]
+    assert m.counts() == {"deltacommit": len(m.rows) - 1, "compaction": 1, "pending": 1}
+    assert format_ms(plan.threshold_ms) == "2013-01-01T13:00:00.000Z"
+
+
+def test_preview_model_cost_curve_warnings_and_slider_range(tmp_path: Path) -> None:
+    t = demo_table(tmp_path / "t")
+    m = ThresholdPreviewModel(t, now_ms=NOW)
+    curve = m.cost_curve(points=12)
+    lo, hi = m.slider_range()
+    assert curve["threshold_ms"].iloc[0] == lo and curve["threshold_ms"].iloc[-1] == hi
+    for row in curve.iloc[[0, 5, -1]].itertuples():
+        s = t.compaction.preview(EventTimeBasedCompactionStrategy(threshold=int(row.threshold_ms)), now_ms=NOW).summary
+        assert (row.logs_compacted, row.bytes_read, row.link_bytes_copied) == (
+            s.logs_compacted,
+            s.bytes_read,
+            s.link_bytes_copied,
+        )
+        assert row.written_total == s.bytes_written_estimate + s.link_bytes_copied
+    assert curve["logs_compacted"].is_monotonic_increasing
+    assert m.preview.summary.threshold_ms == m.threshold_ms  # the shared live model is back where the slider is
+
+    # Where copying the leftover logs writes more than compacting everything, the model says so, and only there.
+    costly = curve[curve["written_total"] > curve["full_bytes_written"]]
+    cheap = curve[(curve["written_total"] <= curve["full_bytes_written"]) & (curve["logs_compacted"] > 0)]
+    assert len(costly) and len(cheap)
+    m.set_threshold(int(costly["threshold_ms"].iloc[0]))
+    assert any("more than a full compaction" in w for w in m.warnings())
+    m.set_threshold(int(cheap["threshold_ms"].iloc[-1]))
+    assert not any("more than a full compaction" in w for w in m.warnings())
+    m.set_mode("data_latency", 3_600_000)  # now − 1 h: decades after the data
+    assert any("after every log" in w and "allowed lateness" in w for w in m.warnings())
+    m.set_threshold(lo - 1)
+    assert any("before every log" in w for w in m.warnings()) and m.freshness is None
+    assert "unchanged" in m.freshness_text
+
+
+def test_preview_model_empty_and_single_log_tables() -> None:
+    empty = ThresholdPreviewModel(slices=[], now_ms=NOW)
+    assert empty.empty_reason is not None and "no log files" in empty.empty_reason
+    assert empty.freshness is None and "no plan" in empty.freshness_text
+    no_data = SliceInfo("p", "f", "1", None, None, (LogFileInfo.synthetic("f", 1, has_data=False),))
+    m = ThresholdPreviewModel(slices=[no_data], now_ms=NOW)
+    assert "known min event time" in (m.empty_reason or "") and m.freshness is None
+    # One log: the slider spans an hour around it, not a minute; epoch seconds are called out.
+    single = SliceInfo("p", "f", "1", None, None, (LogFileInfo.synthetic("f", 1, min_event_time=1_695_200_000),))
+    m = ThresholdPreviewModel(slices=[single], now_ms=NOW)
+    lo, hi = m.slider_range()
+    assert hi - lo == 3_600_000 and lo < 1_695_200_000 < hi
+    assert any("epoch seconds" in w for w in m.warnings())

@@ -1,4 +1,4 @@
-"""``evt preview|schedule|run|validate|unschedule|metrics``: JSON and text output, exit codes."""
+"""``evt preview|schedule|run|validate|unschedule|metrics|compactions``: JSON and text output, exit codes."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 import evt_toolkit as evt
 from evt_toolkit.cli import main
-from evt_toolkit.cli_compaction import parse_duration
+from evt_toolkit.cli.compaction import parse_duration
 
 BASE = 1_700_000_000_000
 T = BASE + 200
@@ -131,26 +131,25 @@ def test_text_mode_renders(table: str, capsys: pytest.CaptureFixture[str]) -> No
     assert "would delete" in out
 
     out = _text(capsys, ["run", table, instant])
-    assert f"Compaction {instant} completed" in out and "RO freshness: every event" in out
+    assert f"Compaction {instant} completed" in out and "RO freshness" in out and "every event ≤" in out
 
     out = _text(capsys, ["metrics", table])
     assert "(e) RO freshness T" in out and "(a) min event time" in out
 
 
-def test_errors_exit_2_with_the_message(table: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_errors_exit_1_usage_errors_exit_2(table: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Usage errors (options that do not go together): argparse's usage line and exit code 2.
     assert main(["preview", table]) == 2
     err = capsys.readouterr().err
-    assert "InvalidThresholdError" in err and "--threshold" in err
-
-    assert main(["metrics", str(tmp_path / "missing")]) == 2
-    assert "not a Hudi table" in capsys.readouterr().err
-
+    assert "usage: evt preview" in err and "--threshold" in err
     assert main(["preview", table, "--strategy", "unbounded", "--threshold", "5"]) == 2
     assert "only applies to --strategy event_time" in capsys.readouterr().err
+    assert main(["preview", table, "--data-latency", "soon"]) == 2
+    assert "is not a duration" in capsys.readouterr().err
 
-    assert main(["run", table, "20990101000000000"]) == 2
+    # Operational errors: one line on stderr, exit code 1.
+    assert main(["metrics", str(tmp_path / "missing")]) == 1
+    err = capsys.readouterr().err
+    assert "not a Hudi table" in err and err.count("\n") == 1 and "Traceback" not in err
+    assert main(["run", table, "20990101000000000"]) == 1
     assert "20990101000000000" in capsys.readouterr().err
-
-    with pytest.raises(SystemExit) as exc:
-        main(["preview", table, "--data-latency", "soon"])
-    assert exc.value.code == 2  # argparse's own usage error
