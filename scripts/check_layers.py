@@ -74,9 +74,11 @@ def imports_of(path: Path, module: str, known: set[str]) -> set[str]:
                 prefix = ".".join([*base, node.module] if node.module else base)
             else:
                 prefix = node.module or ""
-            targets = [prefix]
-            # `from pkg import sub` imports the submodule when there is one.
-            targets += [f"{prefix}.{a.name}" for a in node.names if f"{prefix}.{a.name}" in known]
+            # `from pkg import sub` imports the submodule when there is one; it counts as importing the package
+            # only for names that are not submodules (every submodule import runs the package's __init__, as
+            # `from pkg.sub import x` does, so that part is not an edge of its own).
+            subs = [f"{prefix}.{a.name}" for a in node.names if f"{prefix}.{a.name}" in known]
+            targets = subs if len(subs) == len(node.names) else [prefix, *subs]
         for t in targets:
             if not t.startswith(PACKAGE):
                 continue

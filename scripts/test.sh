@@ -16,6 +16,8 @@ echo "== ruff"
 "$VENV/bin/ruff" format --check evt_toolkit tests notebooks bench
 echo "== mypy"
 "$VENV/bin/mypy"
+echo "== layers (no import cycle; each layer imports only its own and lower layers)"
+"$VENV/bin/python" scripts/check_layers.py
 echo "== browser (Debian chromium for tests/browser)"
 bash scripts/install_browser.sh || echo "continuing without chromium: the browser test will skip"
 echo "== pytest (tests + notebooks)"
