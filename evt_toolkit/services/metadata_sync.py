@@ -73,6 +73,7 @@ from evt_toolkit.format.mdt import (
 from evt_toolkit.format.metadata import read_avro_container
 from evt_toolkit.format.names import DEFAULT_WRITE_TOKEN, BaseFileName, InstantFileName, LogFileName
 from evt_toolkit.format.properties import HOODIE_PROPERTIES, HOODIE_PROPERTIES_BACKUP, dump_properties
+from evt_toolkit.format.records import RollbackPlan
 from evt_toolkit.table.config import load_table_config
 from evt_toolkit.table.metadata_table import (
     MetadataTable,
@@ -335,9 +336,10 @@ def _pending_rollback_target(table: Table, mdt: MetadataTable, rollback_instant:
     if requested is None:
         return None
     data = table.storage.read_bytes(requested)
-    plan = read_avro_container(data, table.storage.full_path(requested)) if data else {}
-    target = (plan.get("instantToRollback") or {}).get("commitTime")
-    return str(target) if target else None
+    if not data:
+        return None
+    target = RollbackPlan.from_record(read_avro_container(data, table.storage.full_path(requested))).target
+    return target or None
 
 
 def finish_pending_rollbacks(table: Table) -> tuple[MetadataRollback, ...]:

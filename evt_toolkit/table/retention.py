@@ -48,19 +48,14 @@ def earliest_retained(timeline: Timeline, view: FileSystemView) -> str | None:
             meta = timeline.clean_metadata(inst)
         except EvtError:
             continue
-        ectr = str(meta.get("earliestCommitToRetain") or "")
+        ectr = meta.earliest_commit_to_retain
         if not ectr:
             if groups is None:
                 groups = {(g.partition_path, g.file_id): g for g in view.file_groups()}
             newest: dict[tuple[str, str], str] = {}
-            for partition, pm in (meta.get("partitionMetadata") or {}).items():
-                # Every file the plan meant to delete: one already gone when a crashed clean was resumed is
-                # recorded as a failed delete, but the state that needed it is just as unreadable.
-                planned = [
-                    *(pm.get("deletePathPatterns") or []),
-                    *(pm.get("successDeleteFiles") or []),
-                    *(pm.get("failedDeleteFiles") or []),
-                ]
+            # Every file the plan meant to delete: one already gone when a crashed clean was resumed is recorded as
+            # a failed delete, but the state that needed it is just as unreadable.
+            for partition, planned in meta.planned_names().items():
                 for name in planned:
                     parsed = _slice_of(str(name))
                     if parsed is not None:

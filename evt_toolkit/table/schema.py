@@ -32,7 +32,7 @@ def latest_avro_schema(config: TableConfig, timeline: Timeline) -> dict[str, Any
             meta = timeline.commit_metadata(inst)
         except TimelineError:
             continue
-        text = (meta.get("extraMetadata") or {}).get("schema")
+        text = meta.extra.get("schema")
         if text:
             return dict(json.loads(text))
     text = config.properties.get("hoodie.table.create.schema")

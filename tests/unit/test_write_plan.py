@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from evt_toolkit.errors import TimelineError, WriteError
+from evt_toolkit.format.records import CompactionOperation
 from evt_toolkit.write import instants
 from evt_toolkit.write.instants import format_instant, new_instant_time, parse_instant, step_instant
 from evt_toolkit.write.plan import (
@@ -111,16 +112,20 @@ def test_non_bucket_file_group_is_refused() -> None:
 
 
 def test_reserved_link_versions_reads_symlink_names_of_the_group() -> None:
-    op = {
-        "fileId": FID1,
-        "symlinkOperations": [
-            {"symlink": _log(FID1, C, 1, "1-0-1"), "target": _log(FID1, B1, 3)},
-            {"symlink": "p=a/" + _log(FID1, C, 2, "1-0-1"), "target": _log(FID1, B1, 4)},
-            {"symlink": _log(FID2, C, 9), "target": "x"},
-        ],
-    }
+    op = CompactionOperation.from_record(
+        {
+            "fileId": FID1,
+            "symlinkOperations": [
+                {"symlink": _log(FID1, C, 1, "1-0-1"), "target": _log(FID1, B1, 3)},
+                {"symlink": "p=a/" + _log(FID1, C, 2, "1-0-1"), "target": _log(FID1, B1, 4)},
+                {"symlink": _log(FID2, C, 9), "target": "x"},
+            ],
+        },
+        C,
+    )
     assert reserved_link_versions(op, C) == (1, 2)
-    assert reserved_link_versions({"fileId": FID1, "symlinkOperations": None}, C) == ()
+    no_links = CompactionOperation.from_record({"fileId": FID1, "symlinkOperations": None}, C)
+    assert reserved_link_versions(no_links, C) == ()
 
 
 # -- instants ----------------------------------------------------------------------------------------------------------
@@ -175,8 +180,11 @@ def test_carry_over_plans_reserve_version_one_for_writers() -> None:
     """A pending plan with a carry-over keeps version 1 of its new slices, besides the link versions."""
     from evt_toolkit.write.plan import CARRY_OVER_KEY, reserved_versions
 
-    op = {"fileId": "f-0", "symlinkOperations": [{"symlink": ".f-0_C.log.2_1-0-1", "target": ".f-0_B.log.3_0-1-1"}]}
+    op = CompactionOperation.from_record(
+        {"fileId": "f-0", "symlinkOperations": [{"symlink": ".f-0_C.log.2_1-0-1", "target": ".f-0_B.log.3_0-1-1"}]}, "C"
+    )
+    bare = CompactionOperation.from_record({"fileId": "f-0"}, "C")
     assert reserved_versions(op, "C", {CARRY_OVER_KEY: "true"}) == (1, 2)
     assert reserved_versions(op, "C", {CARRY_OVER_KEY: "false"}) == (2,)
-    assert reserved_versions({"fileId": "f-0"}, "C", None) == ()
-    assert next_log_version([], reserved_versions({"fileId": "f-0"}, "C", {CARRY_OVER_KEY: "true"})) == 2
+    assert reserved_versions(bare, "C", None) == ()
+    assert next_log_version([], reserved_versions(bare, "C", {CARRY_OVER_KEY: "true"})) == 2
