@@ -188,7 +188,7 @@ def schedule_compaction(
     require_writable(table, "schedule a compaction")
     remove_abandoned_schedules(table)
     timeline = table.timeline
-    c = instant or new_instant_time((i.time for i in timeline.instants), table.config.timezone)
+    c = instant or new_instant_time((i.time for i in timeline.instants), table.config.timezone, scope=table.storage.uri)
     check_can_schedule(timeline, c)
     if strategy.event_time_aware:
         pending = [f"compaction {i.time}" for i in timeline.pending_compactions()]

@@ -326,7 +326,9 @@ def clean(
         return CleanResult(None, policy, n, ectr, plan.paths, (), (), plan.kept_for_links, dry_run)
     started = time.monotonic()
     storage = table.storage
-    instant = new_instant_time((i.time for i in table.timeline.instants), table.config.timezone)
+    instant = new_instant_time(
+        (i.time for i in table.timeline.instants), table.config.timezone, scope=table.storage.uri
+    )
     data = _plan_record(storage, plan).encode()
     storage.write_bytes_atomic(_clean_file(table, instant, REQUESTED), data)
     fault_point("clean.after_requested")

@@ -169,7 +169,7 @@ def _timezone(table: Table) -> str:
 
 
 def _new_time(table: Table, mdt: MetadataTable) -> str:
-    return new_instant_time(_all_times(table, mdt), _timezone(table))
+    return new_instant_time(_all_times(table, mdt), _timezone(table), scope=table.storage.uri)
 
 
 def _writer_schema(table: Table, mdt: MetadataTable) -> str:
@@ -319,7 +319,9 @@ def _rollback(table: Table, mdt: MetadataTable, instant: str, rollback_instant: 
         if storage.exists(rel):
             storage.delete_file(rel)
     elapsed = int((time.monotonic() - started) * 1000)
-    completion = new_instant_time([*_all_times(table, mdt), rollback_instant], _timezone(table))
+    completion = new_instant_time(
+        [*_all_times(table, mdt), rollback_instant], _timezone(table), scope=table.storage.uri
+    )
     storage.put_if_absent(
         posixpath.join(timeline, InstantFileName(rollback_instant, "rollback", "COMPLETED", completion).name),
         encode_rollback_metadata(rollback_instant, instant, action, full, time_taken_ms=elapsed),
@@ -488,7 +490,7 @@ def sync_files_partition(
     marker = f"{METADATA_FOLDER}/.hoodie/.temp/{instant}/{FILES}/{log_name}.marker.CREATE"
     storage.write_bytes_atomic(marker, b"", overwrite=True)
     storage.put_if_absent(log_rel, block)
-    completion = new_instant_time([*_all_times(table, mdt), instant], _timezone(table))
+    completion = new_instant_time([*_all_times(table, mdt), instant], _timezone(table), scope=table.storage.uri)
     commit = encode_mdt_deltacommit(
         instant,
         f"{FILES}/{log_name}",

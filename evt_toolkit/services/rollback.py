@@ -519,7 +519,7 @@ def rollback(table: Table, instant: str) -> RollbackResult:
     else:
         requests = _deltacommit_requests(table, inst, listing)
     storage = table.storage
-    r = new_instant_time((i.time for i in table.timeline.instants), table.config.timezone)
+    r = new_instant_time((i.time for i in table.timeline.instants), table.config.timezone, scope=table.storage.uri)
     plan = _plan_record(storage, instant, inst.action, requests)
     storage.write_bytes_atomic(
         _timeline_file(table, r, ROLLBACK, REQUESTED),

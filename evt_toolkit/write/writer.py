@@ -368,7 +368,7 @@ def write(
     # that it never becomes the table schema.
     first_delete = op == "delete" and latest_avro_schema(cfg, timeline) is None
     schema_text = "" if first_delete else avro_schema_json(writer_schema)
-    instant = new_instant_time(_timeline_times(table), cfg.timezone)
+    instant = new_instant_time(_timeline_times(table), cfg.timezone, scope=table.storage.uri)
     spec = WriteJobSpec(
         table_uri=table.storage.uri,
         storage_options=table.storage.options,
@@ -470,7 +470,7 @@ def write(
     fault_point("write.before_complete")
     # Layout 2 names the completed file with the completion time, issued now and after every time on the timeline.
     completion = (
-        new_instant_time([*_timeline_times(table.refresh()), instant], cfg.timezone)
+        new_instant_time([*_timeline_times(table.refresh()), instant], cfg.timezone, scope=table.storage.uri)
         if fmt.timeline_layout >= 2
         else None
     )

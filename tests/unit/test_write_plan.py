@@ -161,13 +161,22 @@ def test_new_instant_local_time_zone() -> None:
 @pytest.fixture(autouse=True)
 def _isolated_allocator(monkeypatch: pytest.MonkeyPatch) -> None:
     """Instants issued here (some far in the future) must not leak into other tests' allocations."""
-    monkeypatch.setattr(instants, "_last_issued", "")
+    monkeypatch.setattr(instants, "_last_issued", {})
 
 
 def test_new_instant_is_strictly_after_every_timeline_instant_even_from_the_future() -> None:
     future = "20991231235959999"
     got = new_instant_time(["20250101000000000", future, "00000000000000"], "UTC")
     assert got == "21000101000000000"
+
+
+def test_one_tables_future_instant_does_not_move_another_tables_clock() -> None:
+    """Hudi keeps one time generator per base path: a table with an instant in 2999 must not push every other
+    table's new instants past it (a later compaction there could then never be scheduled at a real time)."""
+    now = datetime(2030, 1, 1, tzinfo=UTC)
+    assert new_instant_time(["29990101000000000"], "UTC", now=now, scope="s3://a/t") == "29990101000000001"
+    assert new_instant_time([], "UTC", now=now, scope="s3://b/t") == "20300101000000000"
+    assert new_instant_time([], "UTC", now=now, scope="s3://a/t") == "29990101000000002"
 
 
 def test_new_instants_are_strictly_increasing_within_a_process() -> None:
