@@ -27,6 +27,7 @@ from evt_toolkit.errors import EvtError, SchemaMismatchError, StorageError, Writ
 from evt_toolkit.faults import fault_point
 from evt_toolkit.format.eventtime import EpochUnit, event_time_stats, to_epoch_ms
 from evt_toolkit.format.extra_metadata import DeleteEventTimes
+from evt_toolkit.format.keys import EMPTY_RECORDKEY_PLACEHOLDER, NULL_RECORDKEY_PLACEHOLDER
 from evt_toolkit.format.log_writer import (
     META_FIELDS,
     encode_avro_data_block,
@@ -64,13 +65,10 @@ DELETE_ORDERING_COLUMN = "ordering_value"
 #: Epoch milliseconds of a deleted record's event time, when the delete batch carries the event-time field (recorded
 #: in the write stats, so a log of deletes has a known min event time; ``docs/data-safety.md`` §3).
 DELETE_EVENT_TIME_COLUMN = "_evt_event_time_ms"
-#: Key of a task's stat dict carrying its log file's :class:`DeleteEventTimes` to the driver (never committed).
 PARTITION_METAFILE = ".hoodie_partition_metadata"
 IS_DELETED_FIELD = "_hoodie_is_deleted"
 
-# KeyGenUtils placeholders and PartitionPathEncodeUtils.DEFAULT_PARTITION_PATH.
-NULL_RECORDKEY_PLACEHOLDER = "__null__"
-EMPTY_RECORDKEY_PLACEHOLDER = "__empty__"
+# PartitionPathEncodeUtils.DEFAULT_PARTITION_PATH.
 DEFAULT_PARTITION_PATH = "__HIVE_DEFAULT_PARTITION__"
 
 _KEY, _PART, _COMMIT_TIME, _SEQNO, _FILE_NAME = (
