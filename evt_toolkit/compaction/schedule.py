@@ -199,7 +199,8 @@ def schedule_compaction(
                 'after the other, or "every event ≤ T is compacted" would not hold'
             )
 
-    slices = slice_infos(table)
+    # The same facts the preview reads: the strategy's event-time field first, as CompactionNamespace.preview does.
+    slices = slice_infos(table, getattr(strategy, "event_time_field", None) or table.config.event_time_field)
     threshold = _resolve_threshold(table, strategy, slices, now_ms)
     selections = strategy.select_operations(slices, threshold=threshold)
     plan = build_plan(
