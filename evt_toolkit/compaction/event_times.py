@@ -228,6 +228,13 @@ def _gather(table: Table, event_time_field: str | None, unit: EpochUnit | None) 
     return _Gathered(merged, pending, resolved, timeline, max_index)
 
 
+def event_time_field_for(table: Table, strategy: object) -> str | None:
+    """The event-time field a strategy works on: its own ``event_time_field``, else the table's
+    (``hoodie.payload.event.time.field``). The preview and the schedule both read slices through it, so a schedule
+    plans exactly what the preview showed."""
+    return getattr(strategy, "event_time_field", None) or table.config.event_time_field
+
+
 def slice_infos(table: Table, event_time_field: str | None = None, unit: EpochUnit | None = None) -> list[SliceInfo]:
     """The latest merged file slices of ``table`` with per-log-file event-time facts.
 
