@@ -235,6 +235,22 @@ def event_time_field_for(table: Table, strategy: object) -> str | None:
     return getattr(strategy, "event_time_field", None) or table.config.event_time_field
 
 
+def reporting_event_time_field(table: Table, given: str | None = None) -> tuple[str | None, str]:
+    """The event-time field to show a table with, and where it came from: ``given`` (``"given"``), else the table's
+    ``hoodie.payload.event.time.field`` (``"table"``), else its ordering field (``"ordering field"``), else none.
+
+    The ``evt`` command and the notebooks both follow this rule, so they report the same min event times.
+    """
+    c = table.config
+    if given:
+        return given, "given"
+    if c.event_time_field:
+        return c.event_time_field, "table"
+    if c.ordering_field:
+        return c.ordering_field, "ordering field"
+    return None, "none"
+
+
 def slice_infos(table: Table, event_time_field: str | None = None, unit: EpochUnit | None = None) -> list[SliceInfo]:
     """The latest merged file slices of ``table`` with per-log-file event-time facts.
 
