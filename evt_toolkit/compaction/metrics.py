@@ -40,6 +40,7 @@ import pyarrow as pa
 from evt_toolkit.compaction.event_times import slice_infos
 from evt_toolkit.compaction.freshness import Freshness, completed_compactions, pending_link_targets, ro_freshness
 from evt_toolkit.compaction.plan import EXTRA_EVENT_TIME_FIELD
+from evt_toolkit.format.text import iso_ms
 
 if TYPE_CHECKING:
     from evt_toolkit.table.table import Table
@@ -216,7 +217,6 @@ class TableMetrics:
 
     def text(self) -> str:
         """A few lines for the CLI or a notebook."""
-        from evt_toolkit.compaction.strategy import iso_ms
 
         def when(ms: int | None) -> str:
             return "-" if ms is None else iso_ms(ms)
