@@ -58,11 +58,12 @@ def _copy(tmp_path: Path, name: str) -> tuple[evt.HudiTable, Path]:
     return t, dst
 
 
-def _history(t: evt.HudiTable) -> tuple[list[str], dict[str, pa.Table], dict[tuple[str, str], pa.Table]]:
+def _history(t: evt.HudiTable) -> tuple[dict[str, pa.Table], dict[tuple[str, str], pa.Table]]:
     commits = [i.time for i in t.refresh().timeline.completed_commits()]
     as_of = {c: t.read(as_of=c) for c in commits}
-    windows = {(b, e): t.read("incremental", begin=b, end=e) for b, e in zip(["0" * 17, *commits], commits)}
-    return commits, as_of, windows
+    starts = ["0" * 17, *commits[:-1]]
+    windows = {(b, e): t.read("incremental", begin=b, end=e) for b, e in zip(starts, commits, strict=True)}
+    return as_of, windows
 
 
 @SKIP_NO_SHARED
@@ -81,7 +82,7 @@ def test_event_time_compaction_of_a_stock_table(
     lo, hi = pc.min(ets).as_py(), pc.max(ets).as_py()
     threshold = {"below": lo - 1, "inside": (lo + hi) // 2, "above": hi + 1}[where]
     strategy = EventTimeBasedCompactionStrategy(threshold=threshold, event_time_field=field)
-    commits, as_of, windows = _history(t)
+    as_of, windows = _history(t)
     rs_snap = _rs(path)
 
     before = _listing(path)
