@@ -86,7 +86,7 @@ def validate_compaction(table: Table, instant: str) -> ValidationReport:
     checked += 1
     ops = plan.get("operations") or []
     if not inst.is_completed:
-        problems.extend(validate_plan_files(table, plan))
+        problems.extend(validate_plan_files(table, plan, instant))
         checked += sum(len(op.get("deltaFilePaths") or []) + (1 if op.get("dataFilePath") else 0) for op in ops)
     extra = plan.get("extraMetadata") or {}
     mode = extra.get(EXTRA_LINK_MODE, "copy")

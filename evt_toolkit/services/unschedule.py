@@ -29,7 +29,7 @@ from evt_toolkit.format.links import links_from_plan
 from evt_toolkit.format.names import INFLIGHT, REQUESTED, BaseFileName, LogFileName
 from evt_toolkit.storage.links import delete_link_or_file
 from evt_toolkit.storage.ownership import drop_ownership, owned_files
-from evt_toolkit.table.guards import require_writable
+from evt_toolkit.table.guards import TABLE_SERVICE_VERSIONS, require_writable
 from evt_toolkit.table.table import Table
 from evt_toolkit.table.timeline import COMMIT, COMPACTION
 
@@ -56,7 +56,7 @@ class UnscheduleReport:
 def unschedule_compaction(table: Table, instant: str, *, dry_run: bool = True) -> UnscheduleReport:
     """Take back a pending compaction that wrote nothing others depend on (dry run by default)."""
     table.refresh()
-    require_writable(table, f"unschedule compaction {instant}")
+    require_writable(table, f"unschedule compaction {instant}", versions=TABLE_SERVICE_VERSIONS)
     found = [i for i in table.timeline.instants if i.time == instant and i.action in (COMPACTION, COMMIT)]
     if not found:
         return UnscheduleReport(instant, (), False, f"{table.storage.uri}: no compaction plan at instant {instant}")

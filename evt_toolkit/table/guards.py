@@ -3,8 +3,8 @@
 Writes, compaction schedules and runs, unschedules, cleans, rollbacks: each refuses, before writing anything, a
 table it cannot keep consistent:
 
-* a table version the operation is not written for: writes handle 6, 8 and 9; the table services (compaction,
-  clean, rollback, unschedule) only 6 so far (``docs/hudi-1x.md``);
+* a table version the operation is not written for: writes and the table services (compaction, clean, rollback,
+  unschedule) handle 6, 8 and 9 (``docs/hudi-1x.md``);
 * a table with a **metadata table** (``hoodie.table.metadata.partitions`` lists partitions, or ``.hoodie/metadata``
   exists): stock readers list files through it, and the toolkit does not maintain it, so a stock reader would miss
   new files or look for deleted ones. The way out is Hudi's own: disable it
@@ -23,8 +23,17 @@ from collections.abc import Iterable
 from evt_toolkit.errors import UnsupportedTableError
 from evt_toolkit.table.table import Table
 
-__all__ = ["METADATA_FOLDER", "METADATA_PARTITIONS_KEY", "has_metadata_table", "require_writable"]
+__all__ = [
+    "METADATA_FOLDER",
+    "METADATA_PARTITIONS_KEY",
+    "TABLE_SERVICE_VERSIONS",
+    "has_metadata_table",
+    "require_writable",
+]
 
+#: Table versions the table services (compaction schedule/run/unschedule, clean, rollback) are written for
+#: (docs/hudi-1x.md §4.4 and §5).
+TABLE_SERVICE_VERSIONS = (6, 8, 9)
 METADATA_FOLDER = ".hoodie/metadata"
 METADATA_PARTITIONS_KEY = "hoodie.table.metadata.partitions"
 METADATA_INFLIGHT_KEY = "hoodie.table.metadata.partitions.inflight"
@@ -53,7 +62,8 @@ def require_writable(
         table: the table.
         operation: what was asked, for the message (``"write"``, ``"schedule a compaction"``, ...).
         merge_on_read: the operation needs a MERGE_ON_READ table.
-        versions: the table versions ``operation`` is written for (writes: 6, 8 and 9; table services: 6).
+        versions: the table versions ``operation`` is written for (default 6; writes and table services pass
+            6, 8 and 9).
 
     Raises:
         UnsupportedTableError: another table version or type, or a metadata table the toolkit does not maintain.

@@ -320,20 +320,3 @@ def test_simple_index_refused_on_log_only_groups_and_v6(tmp_path: Path) -> None:
     t6 = evt.HudiTable.create(v6, "b", "id", ordering_field="ts", buckets=2)
     t6.write(_rows([1], 1))
     _refused(v6, lambda: t6.write(_rows([1], 2), options=SIMPLE), "versions 8 and 9")
-
-
-def test_table_services_still_refuse_version_9(tmp_path: Path) -> None:
-    """Compaction, clean and rollback on versions 8/9 come in phase 2 (docs/hudi-1x.md §8): they refuse, untouched."""
-    from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
-
-    path = tmp_path / "t"
-    t = evt.HudiTable.create(path, "s", "id", ordering_field="ts", event_time_field="ev", buckets=1, table_version=9)
-    t.write(_rows([1, 2], 1))
-    t.write(_rows([1, 2], 2))
-    strategy = EventTimeBasedCompactionStrategy(threshold=1_800_000_000_000)
-    only_v6 = "written for table version 6 only"
-    _refused(path, lambda: t.compaction.schedule(strategy, now_ms=1_900_000_000_000), only_v6)
-    _refused(path, lambda: t.compaction.run("20990101000000000"), only_v6)
-    _refused(path, lambda: t.compaction.unschedule("20990101000000000", dry_run=False), only_v6)
-    _refused(path, lambda: t.clean("KEEP_LATEST_COMMITS", retained=1, dry_run=False), only_v6)
-    _refused(path, lambda: t.rollback("20990101000000000"), only_v6)
