@@ -36,6 +36,7 @@ from evt_toolkit.errors import (
 from evt_toolkit.faults import fault_point
 from evt_toolkit.format.metadata import encode_avro_container, load_schema
 from evt_toolkit.format.names import COMPLETED, INFLIGHT, REQUESTED, InstantFileName
+from evt_toolkit.format.table_version import table_version_format
 from evt_toolkit.services.clean_planner import (
     DEFAULT_COMMITS_RETAINED,
     DEFAULT_FILE_VERSIONS_RETAINED,
@@ -47,14 +48,14 @@ from evt_toolkit.services.clean_planner import (
 )
 from evt_toolkit.storage.links import delete_link_or_file
 from evt_toolkit.table.fs_view import list_table_files
-from evt_toolkit.table.guards import require_writable
+from evt_toolkit.table.guards import TABLE_SERVICE_VERSIONS, require_writable
 from evt_toolkit.table.links import LinkGraph, storage_symlinks, table_links
 from evt_toolkit.table.timeline import (
     CLEAN,
     SAVEPOINT,
     WRITE_ACTIONS,
 )
-from evt_toolkit.write.instants import new_instant_time
+from evt_toolkit.write.instants import new_instant_time, timeline_times
 
 if TYPE_CHECKING:
     from evt_toolkit.storage.fs import TableStorage
@@ -211,6 +212,13 @@ def _metadata_record(
 
 
 def _clean_file(table: Table, instant: str, state: str) -> str:
+    """The clean's timeline file; on layout 2 the completed one carries a completion time issued now."""
+    if state == COMPLETED and table.config.timeline_layout >= 2:
+        fmt = table_version_format(table.config.version, table.config.timeline_path)
+        completion = new_instant_time(
+            [*timeline_times(table.refresh().timeline.instants), instant], table.config.timezone
+        )
+        return fmt.instant_path(instant, CLEAN, COMPLETED, completion)
     return posixpath.join(table.config.timeline_path, InstantFileName(instant, CLEAN, state).name)
 
 
@@ -322,7 +330,7 @@ def clean(
         >>> clean(t, "KEEP_LATEST_FILE_VERSIONS", 1).files  # doctest: +SKIP
     """
     table.refresh()
-    require_writable(table, "clean", merge_on_read=False)
+    require_writable(table, "clean", merge_on_read=False, versions=TABLE_SERVICE_VERSIONS)
     if not dry_run:
         remove_abandoned_schedules(table)
     if any(i.action == SAVEPOINT for i in table.timeline.instants):
@@ -343,7 +351,7 @@ def clean(
         return CleanResult(None, policy, n, ectr, plan.paths, (), (), plan.kept_for_links, dry_run)
     started = time.monotonic()
     storage = table.storage
-    instant = new_instant_time((i.time for i in table.timeline.instants), table.config.timezone)
+    instant = new_instant_time(timeline_times(table.timeline.instants), table.config.timezone)
     data = encode_avro_container(_plan_record(storage, plan), load_schema("HoodieCleanerPlan"))
     storage.write_bytes_atomic(_clean_file(table, instant, REQUESTED), data)
     fault_point("clean.after_requested")
