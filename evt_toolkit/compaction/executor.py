@@ -63,9 +63,10 @@ from evt_toolkit.read.merge import EVENT_TIME
 from evt_toolkit.read.plan import ReadSpec
 from evt_toolkit.storage.links import check_link, create_link
 from evt_toolkit.storage.ownership import drop_ownership, owned_files, record_ownership
-from evt_toolkit.table.guards import TABLE_SERVICE_VERSIONS, require_writable
+from evt_toolkit.table.guards import TABLE_SERVICE_VERSIONS, has_metadata_table, require_writable
 from evt_toolkit.table.table import Table
 from evt_toolkit.table.timeline import COMMIT, COMPACTION, Instant
+from evt_toolkit.write.metadata_sync import added_files, sync_files_partition
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -497,6 +498,11 @@ def run_compaction(
     # carry-over logs, named with C, then replay after base C and before every later write in every log order.
     fmt = table_version_format(table.config.version, table.config.timeline_path)
     completed = fmt.instant_path(instant, COMMIT, COMPLETED, completion=instant)
+    if has_metadata_table(table):
+        # The metadata table lists C's base files, carry-over logs and links before C completes (docs/metadata-table.md
+        # §6); they all carry C's name, so no reader counts them before C.commit either way.
+        outputs = [p for r in results for p in r.outputs] + [link.symlink_path for link in links]
+        sync_files_partition(table, instant, added=added_files(storage, outputs))
     fault_point("run.before_commit")
     storage.write_bytes_atomic(completed, fmt.encode_commit_metadata(meta))
     # The records of a completed instant are no longer read; a folder left behind by a failure here is harmless.

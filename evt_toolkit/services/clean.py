@@ -48,7 +48,7 @@ from evt_toolkit.services.clean_planner import (
 )
 from evt_toolkit.storage.links import delete_link_or_file
 from evt_toolkit.table.fs_view import list_table_files
-from evt_toolkit.table.guards import TABLE_SERVICE_VERSIONS, require_writable
+from evt_toolkit.table.guards import TABLE_SERVICE_VERSIONS, has_metadata_table, require_writable
 from evt_toolkit.table.links import LinkGraph, storage_symlinks, table_links
 from evt_toolkit.table.timeline import (
     CLEAN,
@@ -56,6 +56,7 @@ from evt_toolkit.table.timeline import (
     WRITE_ACTIONS,
 )
 from evt_toolkit.write.instants import new_instant_time, timeline_times
+from evt_toolkit.write.metadata_sync import sync_files_partition
 
 if TYPE_CHECKING:
     from evt_toolkit.storage.fs import TableStorage
@@ -256,6 +257,13 @@ def _finish(
     every = [p for paths in by_partition.values() for p in paths]
     deleted = delete_files(storage, every)
     fault_point("clean.after_delete")
+    if has_metadata_table(table):
+        # Every planned file is gone now (deleted here or before a crash): the metadata table forgets them all
+        # before the clean completes (HoodieBackedTableMetadataWriter.update(HoodieCleanMetadata)).
+        gone: dict[str, list[str]] = {}
+        for rel in every:
+            gone.setdefault(posixpath.dirname(rel), []).append(posixpath.basename(rel))
+        sync_files_partition(table, instant, deleted=gone)
     meta = _metadata_record(
         storage,
         instant,

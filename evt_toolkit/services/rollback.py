@@ -65,9 +65,10 @@ from evt_toolkit.services.rollback_planner import (
 )
 from evt_toolkit.storage.ownership import drop_ownership, owned_files
 from evt_toolkit.table.fs_view import Listing, list_table_files
-from evt_toolkit.table.guards import TABLE_SERVICE_VERSIONS, require_writable
+from evt_toolkit.table.guards import TABLE_SERVICE_VERSIONS, has_metadata_table, require_writable
 from evt_toolkit.table.timeline import COMPACTION, DELTA_COMMIT, ROLLBACK, WRITE_ACTIONS, Instant, InstantState
 from evt_toolkit.write.instants import new_instant_time, timeline_times
+from evt_toolkit.write.metadata_sync import rollback_metadata_instant
 
 if TYPE_CHECKING:
     from evt_toolkit.storage.fs import TableStorage
@@ -365,6 +366,10 @@ def _execute(
     resumed: bool,
 ) -> RollbackResult:
     storage = table.storage
+    # The metadata table's instant `target` goes first, at this rollback's instant, as Hudi's metadata writer rolls
+    # it back before the data rollback completes; resumable with the same instant.
+    if has_metadata_table(table):
+        rollback_metadata_instant(table, target, rollback_instant)
     to_delete = [p for r in requests for p in r.files_to_delete]
     deleted = delete_files(storage, to_delete)
     fault_point("rollback.after_delete")

@@ -33,13 +33,24 @@ import evt_toolkit as evt
 from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
 from evt_toolkit.compaction.event_times import slice_infos
 from evt_toolkit.compaction.strategy import CompactionStrategy, UnBoundedCompactionStrategy
-from evt_toolkit.errors import PendingTableServiceError, PlanValidationError, ReadError, UnsupportedFeatureError
+from evt_toolkit.errors import (
+    LogFormatError,
+    PendingTableServiceError,
+    PlanValidationError,
+    ReadError,
+    UnsupportedFeatureError,
+    UnsupportedTableError,
+    WriteError,
+)
 from evt_toolkit.format.eventtime import to_epoch_ms
+from evt_toolkit.format.logfile import BlockType
 from evt_toolkit.format.names import LogFileName
 from evt_toolkit.services.clean_planner import KEEP_LATEST_FILE_VERSIONS
+from evt_toolkit.table.metadata_table import metadata_table_support
 from tests.compaction.helpers import BASE, create, history, rows
 from tests.conftest import SKIP_NO_SHARED, TABLES_DIR, fixture_names, fixture_table_path
 from tests.faults import assert_killed, run_child, save_batch
+from tests.mdt.mdt_helpers import committed_files, mdt_files
 from tests.normalize import assert_same_rows
 
 hudi = pytest.importorskip("hudi", reason="hudi-rs (PyPI 'hudi') is a test dependency")
@@ -205,7 +216,7 @@ def compact_and_check(
     sc: Scenario,
     *,
     between: Callable[[evt.HudiTable], object] | None = None,
-) -> None:
+) -> str | None:
     """Preview, schedule, (write in the pending window,) run, check; then clean and check again."""
     path = Path(t.path)
     threshold = threshold_for(t, sc.threshold)
@@ -222,7 +233,7 @@ def compact_and_check(
     if c is None:
         assert sc.threshold == "below" or threshold is None, "only a threshold below every event compacts nothing"
         assert tree(path) == files, "an empty plan writes nothing"
-        return
+        return None
     assert t.compaction.validate(c).ok
     if between is not None:
         between(t)
@@ -247,6 +258,7 @@ def compact_and_check(
     for p in path.rglob("*"):
         if p.is_symlink():
             assert p.exists(), f"{p} dangles after the clean"
+    return c.instant
 
 
 # -- tables the toolkit writes ----------------------------------------------------------------------------------------
@@ -348,7 +360,10 @@ def copy_fixture(name: str, dst: Path) -> evt.HudiTable:
             p.chmod(p.stat().st_mode | 0o200)
     t = evt.HudiTable.open(dst)
     field = t.config.ordering_field
-    snap = t.read()
+    try:
+        snap = t.read()
+    except UnsupportedFeatureError as exc:
+        pytest.skip(f"{name}: not readable by this toolkit, so not compacted: {exc}")
     if field and field in snap.column_names:
         typ = snap.schema.field(field).type
         if pa.types.is_integer(typ) or pa.types.is_timestamp(typ):
@@ -382,18 +397,37 @@ def test_compaction_on_stock_fixtures(tmp_path: Path, name: str, sc: Scenario) -
     t = copy_fixture(name, tmp_path / name)
     if threshold_for(t, "inside") is None and sc != SCENARIOS[1] and sc != SCENARIOS[4]:
         pytest.skip(f"{name}: no event times in its logs: one full compaction per link mode")
-    if any(b.is_partial for b in _blocks(t)):
-        snap, files = t.read(), tree(Path(t.path))
-        c = t.compaction.schedule(UnBoundedCompactionStrategy(), link_mode=sc.link_mode)
-        assert c is not None
-        with pytest.raises(UnsupportedFeatureError, match="partial-update"):
-            t.compaction.run(c)
-        assert t.compaction.unschedule(c, dry_run=False).deleted
-        left = {k for k in tree(Path(t.path)) if not k.startswith(".hoodie/.temp")}
-        assert left == set(files), "unschedule took back everything the plan made"
-        same(t.read(), snap, f"{name}: refused compaction changed nothing")
+    refusal = refused_run(t)
+    if refusal is not None:
+        check_refused_run(t, refusal, sc.link_mode)
         return
     compact_and_check(t, sc)
+
+
+def refused_run(t: evt.HudiTable) -> tuple[type[Exception], str] | None:
+    """What a run must refuse in the latest slices' logs: partial-update and HFile data blocks (not compacted),
+    corrupt blocks (compacting would drop their records); ``None`` when it can run."""
+    blocks = _blocks(t)
+    if any(b.is_partial for b in blocks):
+        return UnsupportedFeatureError, "partial-update"
+    if any(b.block_type == BlockType.HFILE_DATA for b in blocks):
+        return UnsupportedFeatureError, "HFILE_DATA"
+    if any(b.is_corrupt for b in blocks):
+        return LogFormatError, "corrupt block"
+    return None
+
+
+def check_refused_run(t: evt.HudiTable, refusal: tuple[type[Exception], str], link_mode: str) -> None:
+    """The run refuses before committing anything; unschedule takes the plan back and nothing changed."""
+    snap, files = t.read(), tree(Path(t.path))
+    c = t.compaction.schedule(UnBoundedCompactionStrategy(), link_mode=link_mode)
+    assert c is not None
+    with pytest.raises(refusal[0], match=refusal[1]):
+        t.compaction.run(c)
+    assert t.compaction.unschedule(c, dry_run=False).deleted
+    left = {k for k in tree(Path(t.path)) if not k.startswith(".hoodie/.temp")}
+    assert left == set(files), "unschedule took back everything the plan made"
+    same(t.read(), snap, "a refused compaction changes nothing")
 
 
 def _blocks(t: evt.HudiTable) -> list:
@@ -411,8 +445,8 @@ def _blocks(t: evt.HudiTable) -> list:
 @pytest.mark.parametrize("name", STOCK)
 def test_a_killed_compaction_on_a_stock_fixture_rolls_back_and_reruns_losing_nothing(tmp_path: Path, name: str) -> None:
     t = copy_fixture(name, tmp_path / name)
-    if any(b.is_partial for b in _blocks(t)):
-        pytest.skip(f"{name}: partial-update blocks are not compacted")
+    if refused_run(t) is not None:
+        pytest.skip(f"{name}: its logs are refused by the run (test_compaction_on_stock_fixtures)")
     threshold = threshold_for(t, "inside")
     strategy: CompactionStrategy = (
         EventTimeBasedCompactionStrategy(threshold=threshold)
@@ -433,3 +467,103 @@ def test_a_killed_compaction_on_a_stock_fixture_rolls_back_and_reruns_losing_not
     assert t.compaction.validate(c).ok
     check_unchanged(t, before, "run again")
     same(rs(t.path, ro=True), t.read("read_optimized"), "RO: ours equals hudi-rs")
+
+
+# -- stock fixtures with a metadata table -----------------------------------------------------------------------------
+
+
+def stock_1x_mor_with_metadata_table() -> list[str]:
+    """Every stock v8/v9 MERGE_ON_READ fixture with a metadata table (Parquet base files)."""
+    if not TABLES_DIR.is_dir():
+        return []
+    out = []
+    for name in fixture_names():
+        p = _props(name)
+        if p.get("hoodie.table.version") not in ("8", "9") or p.get("hoodie.table.type") != "MERGE_ON_READ":
+            continue
+        if p.get("hoodie.table.base.file.format", "PARQUET").upper() != "PARQUET":
+            continue
+        if p.get("hoodie.table.metadata.partitions") or (fixture_table_path(name) / ".hoodie" / "metadata").exists():
+            out.append(name)
+    return out
+
+
+STOCK_MDT = stock_1x_mor_with_metadata_table()
+
+
+def mdt_consistent(t: evt.HudiTable, what: str) -> None:
+    """The metadata table's ``files`` partition lists exactly the committed data files (names and sizes)."""
+    path = Path(t.path)
+    assert mdt_files(path) == committed_files(path), f"{what}: the files partition lists exactly the live files"
+
+
+@SKIP_NO_SHARED
+@pytest.mark.parametrize("link_mode", ["copy", "symlink"])
+@pytest.mark.parametrize("name", STOCK_MDT)
+def test_compaction_on_stock_fixtures_with_a_metadata_table(tmp_path: Path, name: str, link_mode: str) -> None:
+    """Maintainable metadata tables are kept consistent by every step; the others are refused, untouched, and
+    compact once disabled as Hudi disables them."""
+    t = copy_fixture(name, tmp_path / name)
+    path = Path(t.path)
+    support = metadata_table_support(t)
+    if not support.maintainable:
+        files = tree(path)
+        with pytest.raises(UnsupportedTableError, match=r"metadata_table\.disable"):
+            t.compaction.schedule(strategy_for(threshold_for(t, "inside")), link_mode=link_mode)
+        assert tree(path) == files, "refused before anything changed"
+        t.metadata_table.disable(dry_run=False)
+        t = evt.HudiTable.open(path)
+    refusal = refused_run(t)
+    if refusal is not None:
+        check_refused_run(t, refusal, link_mode)
+        return
+    if t.compaction.preview(strategy_for(None)).summary.logs_compacted == 0:
+        # Nothing left to compact (the fixture ends with a compaction): a write through the SIMPLE index first.
+        write_some_rows(t)
+        if support.maintainable:
+            mdt_consistent(t, f"{name}: after a write")
+    assert compact_and_check(t, Scenario("inside", link_mode, "schedule")) is not None
+    if support.maintainable:
+        mdt_consistent(t, f"{name}: after compaction and clean")
+        for dropped in support.to_drop:
+            assert not (path / ".hoodie" / "metadata" / dropped).exists(), f"{dropped} was dropped"
+
+
+@SKIP_NO_SHARED
+@pytest.mark.parametrize("name", STOCK_MDT)
+def test_a_killed_compaction_on_a_fixture_with_a_metadata_table_loses_nothing(tmp_path: Path, name: str) -> None:
+    """Killed after the metadata table learnt of ``C`` but before ``C`` completed: rollback takes the metadata
+    instant back too, and the run again mirrors it."""
+    t = copy_fixture(name, tmp_path / name)
+    if not metadata_table_support(t).maintainable:
+        pytest.skip(f"{name}: its metadata table is refused (see the test above)")
+    if refused_run(t) is not None:
+        pytest.skip(f"{name}: its logs are refused by the run (see the test above)")
+    c = t.compaction.schedule(strategy_for(threshold_for(t, "inside")))
+    if c is None:
+        write_some_rows(t)
+        c = t.compaction.schedule(strategy_for(threshold_for(t, "inside")))
+    assert c is not None
+    before = capture(t)
+    assert_killed(run_child(Path(t.path), "run.before_commit", "run", c.instant))
+    check_unchanged(t, before, "killed run")
+    mdt_consistent(t, "killed run")
+    t.rollback(c.instant)
+    check_unchanged(t, before, "rolled back")
+    mdt_consistent(t, "rolled back")
+    t.compaction.run(c)
+    check_unchanged(t, before, "run again")
+    mdt_consistent(t, "run again")
+    w = write_some_rows(t)
+    mdt_consistent(t, f"write {w}")
+    same(rs(t.path), t.read(), "hudi-rs lists the write through the metadata table")
+
+
+def write_some_rows(t: evt.HudiTable) -> str:
+    """Write two rows of the table as they are (an update the SIMPLE index routes to the groups holding them)."""
+    snap = t.read()
+    rows = snap.select([c for c in snap.column_names if not c.startswith("_hoodie_")]).slice(0, 2)
+    try:
+        return t.write(rows, options={"hoodie.index.type": "SIMPLE"})
+    except WriteError as exc:  # e.g. a stock table holding a key in two file groups: refused before any change
+        pytest.skip(f"{t.path}: the SIMPLE index cannot write it: {exc}")
