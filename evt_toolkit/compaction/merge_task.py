@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import posixpath
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -45,6 +45,7 @@ from evt_toolkit.format.log_writer import avro_schema_json, encode_avro_data_blo
 from evt_toolkit.format.logfile import BlockType, scan_log_blocks
 from evt_toolkit.format.names import BaseFileName, LogFileName
 from evt_toolkit.format.ownership import BASE, CARRY_OVER, RUN, OwnedFile
+from evt_toolkit.format.records import CompactionOperation
 from evt_toolkit.read.merge import EVENT_TIME, KEY, build_candidates
 from evt_toolkit.read.plan import ReadSpec
 from evt_toolkit.read.slice_reader import (
@@ -100,7 +101,7 @@ class MergeTask:
     table_uri: str
     instant: str
     index: int
-    operation: Mapping[str, Any]
+    operation: CompactionOperation
     spec: ReadSpec
     event_time_field: str | None = None
     event_time_unit: str = "ms"
@@ -111,12 +112,12 @@ class MergeTask:
     @property
     def partition_path(self) -> str:
         """The operation's partition."""
-        return str(self.operation.get("partitionPath") or "")
+        return self.operation.partition_path
 
     @property
     def file_id(self) -> str:
         """The operation's file group."""
-        return str(self.operation["fileId"])
+        return self.operation.file_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -408,8 +409,8 @@ def run_merge_task(task: MergeTask) -> MergeResult:
         [OwnedFile(rel, BASE), OwnedFile(_rel(partition, carry_name), CARRY_OVER)],
     )
     storage.list_dir(partition)  # one listing gives every size below (object stores: no HEAD per file)
-    logs = tuple(_log_file(storage, partition, n) for n in op.get("deltaFilePaths") or [])
-    data_file = op.get("dataFilePath")
+    logs = tuple(_log_file(storage, partition, n) for n in op.delta_files)
+    data_file = op.data_file
     base_file = _base_file(storage, partition, str(data_file)) if data_file else None
     storage.prefetch([lf.path for lf in logs] + ([base_file.path] if base_file is not None else []))
     blocks, rollbacks = _check_blocks(storage, logs)
@@ -469,7 +470,7 @@ def run_merge_task(task: MergeTask) -> MergeResult:
         partition_path=partition,
         path=rel,
         name=name,
-        prev_commit=str(op.get("baseInstantTime") or "null") if base_file is not None else "null",
+        prev_commit=(op.base_instant or "null") if base_file is not None else "null",
         num_writes=base_rows.num_rows,
         num_deletes=merge.deletes.num_rows,
         num_update_writes=updated,

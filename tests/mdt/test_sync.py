@@ -1,4 +1,4 @@
-"""Keeping a stock v8/v9 table's metadata table consistent (services/metadata_sync.py), judged by hudi-rs.
+"""Keeping a stock v8/v9 table's metadata table consistent (write/metadata_sync.py), judged by hudi-rs.
 
 On copies of stock tables with a metadata table, synthetic data-table changes (mdt_helpers: a new Parquet base file,
 an Avro log of updates, a clean of old slices) are mirrored into the ``files`` partition and then checked:
