@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 
 import evt_toolkit as evt
@@ -567,3 +568,29 @@ def write_some_rows(t: evt.HudiTable) -> str:
         return t.write(rows, options={"hoodie.index.type": "SIMPLE"})
     except WriteError as exc:  # e.g. a stock table holding a key in two file groups: refused before any change
         pytest.skip(f"{t.path}: the SIMPLE index cannot write it: {exc}")
+
+
+@SKIP_NO_SHARED
+@pytest.mark.parametrize("name", STOCK_MDT)
+def test_a_killed_write_on_a_fixture_with_a_metadata_table_rolls_back_from_both(tmp_path: Path, name: str) -> None:
+    """Killed after the metadata table learnt of ``W`` but before ``W`` completed: both readers ignore ``W``; its
+    rollback removes ``W``'s files and its metadata-table instant, and the listing is exact again."""
+    t = copy_fixture(name, tmp_path / name)
+    if not metadata_table_support(t).maintainable:
+        pytest.skip(f"{name}: its metadata table is refused")
+    snap = t.read()
+    batch = snap.select([c for c in snap.column_names if not c.startswith("_hoodie_")]).slice(0, 2)
+    pq.write_table(batch, tmp_path / "b.parquet")
+    proc = run_child(Path(t.path), "write.before_complete", "write", str(tmp_path / "b.parquet"), "upsert", "SIMPLE")
+    if proc.returncode != -9 and "SIMPLE index cannot" in proc.stderr:
+        pytest.skip(f"{name}: the SIMPLE index cannot write it")
+    assert_killed(proc)
+    [w] = [i.time for i in t.refresh().timeline.inflight_writes()]
+    same(t.read(), snap, "killed write: ours")
+    same(rs(t.path), snap, "killed write: hudi-rs through the metadata table")
+    mdt_consistent(t, "killed write")
+    res = t.rollback(w)
+    assert res.deleted and not res.unowned
+    same(t.read(), snap, "rolled back: ours")
+    same(rs(t.path), snap, "rolled back: hudi-rs")
+    mdt_consistent(t, "rolled back")
