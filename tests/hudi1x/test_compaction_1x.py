@@ -24,6 +24,7 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -594,3 +595,40 @@ def test_a_killed_write_on_a_fixture_with_a_metadata_table_rolls_back_from_both(
     same(t.read(), snap, "rolled back: ours")
     same(rs(t.path), snap, "rolled back: hudi-rs")
     mdt_consistent(t, "rolled back")
+
+
+# -- Spark ------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("version", [8, 9])
+def test_a_compaction_run_on_spark_equals_the_local_run(spark: Any, tmp_path: Path, version: int) -> None:
+    """The Spark executor runs the same task per operation: same base files, byte for byte, and the same answers."""
+    t = own_table(tmp_path / "spark", version)
+    c = t.compaction.schedule(strategy_for(threshold_for(t, "inside")), link_mode="symlink")
+    assert c is not None and c.links
+    shutil.copytree(t.path, tmp_path / "local", symlinks=True)
+    local = evt.HudiTable.open(tmp_path / "local")
+    before = capture(t)
+    t.compaction.run(c, spark=spark)
+    local.compaction.run(c.instant)
+    assert (Path(t.path) / ".hoodie" / "timeline" / f"{c.instant}_{c.instant}.commit").is_file()
+    check_unchanged(t, before, "run on Spark")
+    same(rs(t.path, ro=True), t.read("read_optimized"), "RO: ours equals hudi-rs")
+    ours = {p.relative_to(t.path): p.read_bytes() for p in Path(t.path).rglob(f"*_{c.instant}.parquet")}
+    theirs = {p.relative_to(local.path): p.read_bytes() for p in Path(local.path).rglob(f"*_{c.instant}.parquet")}
+    assert ours and ours == theirs, "Spark and the local executor wrote the same base files"
+
+
+def test_validate_reports_a_plan_with_links_completed_after_its_requested_time(tmp_path: Path) -> None:
+    """A stock executor of our plan completes ``C`` with its real completion time (alternative A of §4.3)."""
+    t = own_table(tmp_path / "t", 9)
+    c = t.compaction.schedule(strategy_for(threshold_for(t, "inside")))
+    assert c is not None and c.links
+    t.compaction.run(c)
+    assert t.compaction.validate(c).ok
+    timeline = Path(t.path) / ".hoodie" / "timeline"
+    done = timeline / f"{c.instant}_{c.instant}.commit"
+    done.rename(timeline / f"{c.instant}_{int(c.instant) + 5}.commit")
+    report = t.compaction.validate(c)
+    assert not report.ok and any("not at its requested time" in p for p in report.problems), report
