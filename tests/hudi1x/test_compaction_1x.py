@@ -49,11 +49,11 @@ from evt_toolkit.format.logfile import BlockType
 from evt_toolkit.format.names import LogFileName
 from evt_toolkit.services.clean_planner import KEEP_LATEST_FILE_VERSIONS
 from evt_toolkit.table.metadata_table import metadata_table_support
-from tests.compaction.helpers import BASE, create, history, rows
 from tests.conftest import SKIP_NO_SHARED, TABLES_DIR, fixture_names, fixture_table_path
 from tests.faults import assert_killed, run_child, save_batch
 from tests.mdt.mdt_helpers import committed_files, mdt_files
 from tests.normalize import assert_same_rows
+from tests.tables import BASE, create, history, rows
 
 hudi = pytest.importorskip("hudi", reason="hudi-rs (PyPI 'hudi') is a test dependency")
 
