@@ -632,3 +632,32 @@ def test_validate_reports_a_plan_with_links_completed_after_its_requested_time(t
     done.rename(timeline / f"{c.instant}_{int(c.instant) + 5}.commit")
     report = t.compaction.validate(c)
     assert not report.ok and any("not at its requested time" in p for p in report.problems), report
+
+
+@SKIP_NO_SHARED
+@pytest.mark.parametrize("name", STOCK_MDT)
+def test_a_killed_clean_on_a_fixture_with_a_metadata_table_is_finished_consistently(tmp_path: Path, name: str) -> None:
+    """Killed after deleting its files, before mirroring them: the snapshot is intact in both readers, and the
+    clean resumed from its plan leaves the files partition listing exactly the live files."""
+    t = copy_fixture(name, tmp_path / name)
+    if not metadata_table_support(t).maintainable:
+        pytest.skip(f"{name}: its metadata table is refused")
+    if refused_run(t) is not None:
+        pytest.skip(f"{name}: its logs are refused by the run")
+    c = t.compaction.schedule(UnBoundedCompactionStrategy())
+    if c is None:
+        write_some_rows(t)
+        c = t.compaction.schedule(UnBoundedCompactionStrategy())
+    assert c is not None
+    t.compaction.run(c)
+    snap = t.read()
+    planned = set(t.clean(KEEP_LATEST_FILE_VERSIONS, 1).files)
+    assert planned
+    assert_killed(run_child(Path(t.path), "clean.after_delete", "clean", KEEP_LATEST_FILE_VERSIONS, "1"))
+    same(t.refresh().read(), snap, "killed clean: ours")
+    same(rs(t.path), snap, "killed clean: hudi-rs through the metadata table")
+    res = t.clean(KEEP_LATEST_FILE_VERSIONS, 1, dry_run=False)
+    assert res.resumed and set(res.files) == planned
+    mdt_consistent(t, "clean finished")
+    same(t.read(), snap, "clean finished: ours")
+    same(rs(t.path), snap, "clean finished: hudi-rs")
