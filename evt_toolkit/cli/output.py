@@ -25,8 +25,7 @@ import pyarrow as pa
 from rich.console import Console
 from rich.table import Table
 
-from evt_toolkit.compaction.preview import format_bytes
-from evt_toolkit.compaction.strategy import iso_ms
+from evt_toolkit.format.text import format_bytes, format_count, format_duration, format_ms
 
 __all__ = [
     "EXIT_ERROR",
@@ -56,56 +55,15 @@ _UNBOUNDED_WIDTH = 100_000
 # -- formatting ------------------------------------------------------------------------------------------------------
 
 
-def when(ms: int | None) -> str:
-    """Epoch ms as ISO-8601 UTC (``2013-01-05T00:00:00.000Z``), ``-`` for none.
-
-    Example:
-        >>> when(1357344000000)
-        '2013-01-05T00:00:00.000Z'
-    """
-    return "-" if ms is None else iso_ms(int(ms))
-
-
-def count(n: int | None) -> str:
-    """A count with thousands separators, ``-`` for none.
-
-    Example:
-        >>> count(1234567)
-        '1,234,567'
-    """
-    return "-" if n is None else f"{int(n):,}"
+#: The CLI's names for the shared formatters (:mod:`evt_toolkit.format.text`).
+when = format_ms
+count = format_count
+duration = format_duration
 
 
 def size(n: int | None) -> str:
     """Bytes in binary units (``1.6 MiB``), ``-`` for none."""
     return format_bytes(None if n is None else int(n))
-
-
-def duration(ms: int | float | None) -> str:
-    """A duration the way a person says it: ``45 s``, ``12 min``, ``3 h 20 min``, ``5 d 4 h``, ``13.9 years``.
-
-    Example:
-        >>> duration(3_600_000 * 27 + 60_000 * 5), duration(438_254_421_000)
-        ('1 d 3 h', '13.9 years')
-    """
-    if ms is None:
-        return "-"
-    sign = "-" if ms < 0 else ""
-    s = abs(float(ms)) / 1000
-    if s < 1:
-        return f"{sign}{abs(float(ms)):.0f} ms"
-    if s < 60:
-        return f"{sign}{s:.0f} s"
-    minutes, hours, days = s / 60, s / 3600, s / 86400
-    if minutes < 60:
-        return f"{sign}{minutes:.0f} min"
-    if hours < 24:
-        h, m = divmod(round(minutes), 60)
-        return f"{sign}{h} h" + (f" {m} min" if m else "")
-    if days < 365:
-        d, h = divmod(round(hours), 24)
-        return f"{sign}{d} d" + (f" {h} h" if h else "")
-    return f"{sign}{days / 365.25:.1f} years"
 
 
 # -- error wording -----------------------------------------------------------------------------------------------------

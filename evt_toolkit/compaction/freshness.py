@@ -48,11 +48,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from evt_toolkit.compaction.plan import EXTRA_LINK_MODE, EXTRA_LINK_TIMING, EXTRA_STRATEGY, EXTRA_THRESHOLD_MS
-from evt_toolkit.compaction.strategy import iso_ms
 from evt_toolkit.errors import EvtError, StorageError
 from evt_toolkit.format.eventtime import EpochUnit, to_epoch_ms
 from evt_toolkit.format.names import InstantFileName
 from evt_toolkit.format.records import CommitMetadata, CompactionPlan
+from evt_toolkit.format.text import iso_ms
 from evt_toolkit.read.merge import IS_DELETED, KEY
 from evt_toolkit.read.plan import ReadSpec
 from evt_toolkit.read.slice_reader import decode_blocks, read_base_file, select_log_blocks

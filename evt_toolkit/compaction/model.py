@@ -26,6 +26,7 @@ from typing import overload
 import numpy as np
 import pyarrow as pa
 
+from evt_toolkit.errors import PlanValidationError
 from evt_toolkit.format.names import LogFileName
 
 __all__ = [
@@ -285,8 +286,6 @@ class SliceSet(Sequence[SliceInfo]):
     log_files: pa.Table
 
     def __post_init__(self) -> None:
-        from evt_toolkit.errors import PlanValidationError
-
         if self.slices.schema != SLICES_SCHEMA or self.log_files.schema != LOG_FILES_SCHEMA:
             raise PlanValidationError("a SliceSet needs tables with SLICES_SCHEMA and LOG_FILES_SCHEMA")
         counts = self.slices.column("num_log_files").to_numpy()

@@ -23,12 +23,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evt_toolkit.compaction.model import LogFileInfo, OperationSelection
-from evt_toolkit.compaction.strategy import CompactionStrategy, capture_metrics, iso_ms
+from evt_toolkit.compaction.strategy import CompactionStrategy, capture_metrics
 from evt_toolkit.errors import PlanValidationError
 from evt_toolkit.format.links import COPY, LINK_MODES, LINK_TIMINGS, Link
 from evt_toolkit.format.metadata import encode_avro_container, load_schema
 from evt_toolkit.format.names import LogFileName
 from evt_toolkit.format.records import CompactionOperation, CompactionPlan
+from evt_toolkit.format.text import iso_ms
 
 __all__ = [
     "EXTRA_EVENT_TIME_FIELD",

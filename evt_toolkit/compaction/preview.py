@@ -56,6 +56,7 @@ from evt_toolkit.compaction.strategy import (
     to_epoch_ms,
 )
 from evt_toolkit.errors import PlanValidationError
+from evt_toolkit.format.text import format_bytes
 
 __all__ = [
     "PER_LOG_SCHEMA",
@@ -163,6 +164,13 @@ class PreviewSummary:
     full_ro_freshness_ms: int | None
     compression_ratio: float = DEFAULT_LOGFILE_TO_PARQUET_COMPRESSION_RATIO
 
+    @property
+    def copy_costs_more(self) -> bool:
+        """The plan writes more (base files plus link copies) than a full compaction would: worth a warning."""
+        return bool(self.link_bytes_copied) and (
+            self.bytes_written_estimate + self.link_bytes_copied > self.full_bytes_written_estimate
+        )
+
     def text(self) -> str:
         """A few lines for a notebook or the CLI."""
         t = "-" if self.threshold_ms is None else f"{iso_ms(self.threshold_ms)} ({self.threshold_ms})"
@@ -182,23 +190,6 @@ class PreviewSummary:
         else:
             lines.append("RO freshness: not promised — " + ("; ".join(self.freshness_blockers) or "no threshold"))
         return "\n".join(lines)
-
-
-def format_bytes(n: int | None) -> str:
-    """Bytes in binary units (``1.5 MiB``); ``-`` for unknown.
-
-    Example:
-        >>> format_bytes(1536)
-        '1.5 KiB'
-    """
-    if n is None:
-        return "-"
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(value) < 1024 or unit == "TiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{n} B"
 
 
 @dataclass(frozen=True)

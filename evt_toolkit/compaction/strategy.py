@@ -30,6 +30,7 @@ from typing import ClassVar
 from evt_toolkit.compaction.model import LogFileInfo, OperationSelection, SliceInfo
 from evt_toolkit.compaction.prefix import select_prefix
 from evt_toolkit.errors import CompactionStrategyError, InvalidThresholdError
+from evt_toolkit.format.text import iso_ms
 
 __all__ = [
     "DEFAULT_LOGFILE_TO_PARQUET_COMPRESSION_RATIO",
@@ -421,12 +422,6 @@ def _duration_ms(value: DurationLike, what: str) -> int:
     if ms < 0:
         raise InvalidThresholdError(f"{what} must not be negative, got {ms} ms")
     return ms
-
-
-def iso_ms(ms: int) -> str:
-    """Epoch milliseconds as an ISO-8601 UTC string (``...Z``)."""
-    dt = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=ms)
-    return dt.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def max_ingested_event_time(slices: Sequence[SliceInfo]) -> int | None:

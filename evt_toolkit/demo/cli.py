@@ -24,8 +24,8 @@ from typing import Any, Protocol
 from rich.console import Console
 from rich.table import Table
 
-from evt_toolkit.compaction.strategy import iso_ms
 from evt_toolkit.demo.build import DEFAULT_DAYS, DEFAULT_WINDOW, BuildSummary, build_demo_table, build_synthetic_table
+from evt_toolkit.format.text import iso_ms
 
 DEFAULT_FLIGHTS_PATH = "demo_tables/flights"
 DEFAULT_SYNTHETIC_PATH = "demo_tables/synthetic"

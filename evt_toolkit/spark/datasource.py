@@ -75,6 +75,7 @@ from evt_toolkit.storage.options import StorageOptions
 from evt_toolkit.table.fs_view import FileSlice
 from evt_toolkit.table.table import Table
 from evt_toolkit.write.create import create_table
+from evt_toolkit.write.writer import write
 
 if TYPE_CHECKING:
     from pyspark.sql.datasource import DataSourceWriter
@@ -639,8 +640,6 @@ class HudiEvtWriter(DataSourceArrowWriter):
                         parts.append(pa.ipc.open_stream(f).read_all())
             if not parts:
                 return
-            from evt_toolkit.write.writer import write
-
             table = Table.open(self.options.path, storage_options=self.options.storage_options.as_dict())
             write(table, pa.concat_tables(parts), self.options.operation)
         finally:

@@ -58,10 +58,9 @@ def get_or_create_session(
 
 
 def _register_sources(spark: SparkSession) -> None:
-    try:
-        from evt_toolkit.spark.datasource import HudiEvtDataSource
-    except ImportError:  # the data source module is optional until it exists
-        return
+    # Imported here, not at the top: this module is imported without starting (or even importing) pyspark.
+    from evt_toolkit.spark.datasource import HudiEvtDataSource
+
     s3a = storage_options_from_spark(spark)
     if s3a:
         # A subclass carries the session's S3A settings into the planner's Python worker (pickled with the class).

@@ -42,18 +42,18 @@ from evt_toolkit.compaction.plan import (
     LINK_MODES,
     LINK_TIMINGS,
 )
-from evt_toolkit.compaction.preview import CompactionPreview, PreviewModel, format_bytes
+from evt_toolkit.compaction.preview import CompactionPreview, PreviewModel
 from evt_toolkit.compaction.strategy import (
     STRATEGY_CLASSES,
     STRATEGY_NAMES,
     CompactionStrategy,
     EventTimeBasedCompactionStrategy,
     InvalidThresholdError,
-    iso_ms,
     to_epoch_ms,
 )
 from evt_toolkit.errors import EvtError, InvalidActionError, TimelineError
 from evt_toolkit.format.records import CompactionPlan
+from evt_toolkit.format.text import format_bytes, format_count, format_duration, format_ms
 from evt_toolkit.table.timeline import COMPACTION, LOG_COMPACTION
 
 if TYPE_CHECKING:
@@ -110,53 +110,6 @@ _PLAUSIBLE_MS = 100_000_000_000
 
 
 # -- formatting -------------------------------------------------------------------------------------------------
-
-
-def format_ms(ms: int | None) -> str:
-    """Epoch milliseconds as ISO-8601 UTC (``2013-01-01T05:00:00.000Z``), ``-`` for ``None``.
-
-    Example:
-        >>> format_ms(1357016400000)
-        '2013-01-01T05:00:00.000Z'
-    """
-    return "-" if ms is None else iso_ms(int(ms))
-
-
-def format_count(n: int | None) -> str:
-    """A count with thousands separators, ``-`` for ``None``.
-
-    Example:
-        >>> format_count(4890083)
-        '4,890,083'
-    """
-    return "-" if n is None else f"{int(n):,}"
-
-
-def format_duration(ms: int | float | None) -> str:
-    """A duration the way a person says it: ``45 s``, ``12 min``, ``3 h 20 min``, ``5 d 4 h``, ``13.9 years``.
-
-    Example:
-        >>> format_duration(438_254_421_000), format_duration(12_000_000)
-        ('13.9 years', '3 h 20 min')
-    """
-    if ms is None:
-        return "-"
-    sign = "-" if ms < 0 else ""
-    s = abs(float(ms)) / 1000
-    if s < 1:
-        return f"{sign}{abs(float(ms)):.0f} ms"
-    if s < 60:
-        return f"{sign}{s:.0f} s"
-    minutes, hours, days = s / 60, s / 3600, s / 86400
-    if minutes < 60:
-        return f"{sign}{minutes:.0f} min"
-    if hours < 24:
-        h, m = divmod(round(minutes), 60)
-        return f"{sign}{h} h" + (f" {m} min" if m else "")
-    if days < 365:
-        d, h = divmod(round(hours), 24)
-        return f"{sign}{d} d" + (f" {h} h" if h else "")
-    return f"{sign}{days / 365.25:.1f} years"
 
 
 def ms_to_timestamps(values: Sequence[int | None] | np.ndarray) -> pd.Series:
@@ -876,11 +829,6 @@ def _duration_strategy(
     return EventTimeBasedCompactionStrategy(allowed_lateness=value_ms, event_time_field=event_time_field)
 
 
-def copy_costs_more(s: Any) -> bool:
-    """Whether a plan writes more (base files plus link copies) than a full compaction would write."""
-    return bool(s.link_bytes_copied) and s.bytes_written_estimate + s.link_bytes_copied > s.full_bytes_written_estimate
-
-
 class ThresholdPreviewModel:
     """What a compaction would select as the threshold (or strategy) changes: a live
     :class:`~evt_toolkit.compaction.preview.PreviewModel` per strategy, built once.
@@ -1156,7 +1104,7 @@ class ThresholdPreviewModel:
         """What an operator should know before scheduling this plan, in words."""
         s = self.preview.summary
         out: list[str] = []
-        if copy_costs_more(s):
+        if s.copy_costs_more:
             out.append(
                 f"copying the {s.links:,} leftover log(s) ({format_bytes(s.link_bytes_copied)}) makes this plan write "
                 f"{format_bytes(s.bytes_written_estimate + s.link_bytes_copied)}, more than a full compaction "
