@@ -85,7 +85,7 @@ def deletes(ids: Sequence[int], ts: int) -> pd.DataFrame:
     )
 
 
-def create(path: Path, merge_mode: str, buckets: int = 2) -> evt.HudiTable:
+def create(path: Path, merge_mode: str, buckets: int = 2, table_version: int = 6) -> evt.HudiTable:
     return evt.HudiTable.create(
         path,
         "ct",
@@ -95,6 +95,7 @@ def create(path: Path, merge_mode: str, buckets: int = 2) -> evt.HudiTable:
         event_time_field="ev",
         buckets=buckets,
         merge_mode=merge_mode,
+        table_version=table_version,
     )
 
 

@@ -55,17 +55,18 @@ from evt_toolkit.errors import CompactionExecutionError, EvtError, PlanValidatio
 from evt_toolkit.faults import fault_point
 from evt_toolkit.format.extra_metadata import COMPACTION_LINKS
 from evt_toolkit.format.links import Link, encode_commit_links
-from evt_toolkit.format.metadata import encode_commit_metadata_json
-from evt_toolkit.format.names import COMPLETED, INFLIGHT, InstantFileName, LogFileName
+from evt_toolkit.format.names import COMPLETED, INFLIGHT, LogFileName
 from evt_toolkit.format.ownership import BASE, CARRY_OVER, LINK, RUN, SCHEDULE, OwnedFile
 from evt_toolkit.format.records import CommitMetadata, CompactionPlan, WriteStat
+from evt_toolkit.format.table_version import table_version_format
 from evt_toolkit.read.merge import EVENT_TIME
 from evt_toolkit.read.plan import ReadSpec
 from evt_toolkit.storage.links import check_link, create_link
 from evt_toolkit.storage.ownership import drop_ownership, owned_files, record_ownership
-from evt_toolkit.table.guards import require_writable
+from evt_toolkit.table.guards import TABLE_SERVICE_VERSIONS, has_metadata_table, require_writable
 from evt_toolkit.table.table import Table
 from evt_toolkit.table.timeline import COMMIT, COMPACTION, Instant
+from evt_toolkit.write.metadata_sync import added_files, sync_files_partition
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -155,8 +156,31 @@ def _rel(partition: str, name: str) -> str:
     return posixpath.join(partition, name) if partition else name
 
 
-def old_slice_logs(table: Table, partition: str, file_id: str, base_instant: str) -> list[str]:
-    """Names of the logs of slice ``base_instant`` of a file group on storage, in replay order."""
+def old_slice_logs(
+    table: Table, partition: str, file_id: str, base_instant: str, compaction_instant: str | None = None
+) -> list[str]:
+    """Names of the logs of slice ``base_instant`` of a file group on storage, in replay order.
+
+    Table version 6 names a log after its slice's base instant. On 1.x (timeline layout 2) a log is named after its
+    deltacommit and joins the slice with the greatest base instant ≤ its completion time, so the old slice of a
+    pending compaction ``C`` is read from the file-system view, keeping the logs that completed before ``C`` was
+    requested (a write completing later joins slice ``C`` once ``C`` completes).
+    """
+    if table.config.timeline_layout >= 2:
+        if compaction_instant is None:
+            raise PlanValidationError(f"{table.storage.uri}: the old slice of a 1.x compaction needs its instant")
+        timeline = table.timeline
+        for group in table.view.file_groups(include_pending_compaction=False):
+            if group.partition_path != partition or group.file_id != file_id:
+                continue
+            for s in group.slices:
+                if s.base_instant == base_instant:
+                    return [
+                        lf.name
+                        for lf in s.log_files
+                        if (timeline.completion_time(lf.instant) or lf.instant) < compaction_instant
+                    ]
+        return []
     files, _ = table.storage.list_dir(partition)
     found = []
     for e in files:
@@ -173,12 +197,42 @@ def old_slice_logs(table: Table, partition: str, file_id: str, base_instant: str
     return [p.name for p in found]
 
 
-def validate_plan_files(table: Table, plan: CompactionPlan) -> list[str]:
+def overlapping_writes(table: Table, partition: str, file_id: str, compaction_instant: str) -> list[str]:
+    """Logs of a file group written by a deltacommit requested before ``C`` that is pending or completed after ``C``.
+
+    Fence 2 of docs/hudi-1x.md §4.4 (1.x only): by name order such a log replays *before* the links named ``C``
+    once it joins slice ``C``, so the leftovers would overwrite its newer data. The operator lets it complete and
+    runs the plan again after rolling it back, or unschedules the plan.
+    """
+    if table.config.timeline_layout < 2:
+        return []
+    timeline = table.timeline
+    pending = {i.time for i in timeline.pending()}
+    files, _ = table.storage.list_dir(partition)
+    out = []
+    for e in files:
+        parsed = LogFileName.parse(e.name)
+        if (
+            parsed is None
+            or parsed.extension != "log"
+            or parsed.suffix
+            or parsed.file_id != file_id
+            or parsed.base_instant >= compaction_instant
+        ):
+            continue
+        completion = timeline.completion_time(parsed.base_instant)
+        if parsed.base_instant in pending or (completion is not None and completion >= compaction_instant):
+            out.append(e.path)
+    return sorted(out)
+
+
+def validate_plan_files(table: Table, plan: CompactionPlan, instant: str | None = None) -> list[str]:
     """Problems of a plan against storage (empty when it can run): missing files, broken prefix rule.
 
     Checks, per operation: the base file and every compacted log exist; the compacted logs followed by the link
     targets are exactly the old slice's logs in replay order (so the compacted set is a prefix and nothing of the
-    slice is forgotten).
+    slice is forgotten); on 1.x, no write requested before ``instant`` completed after it or is still pending in the
+    file group (:func:`overlapping_writes`).
     """
     storage = table.storage
     problems: list[str] = []
@@ -193,7 +247,7 @@ def validate_plan_files(table: Table, plan: CompactionPlan) -> list[str]:
             if not storage.exists(_rel(partition, d)):
                 problems.append(f"log file {storage.full_path(_rel(partition, d))} is missing")
         targets = [x.target for x in op.links]
-        actual = old_slice_logs(table, partition, fid, op.base_instant)
+        actual = old_slice_logs(table, partition, fid, op.base_instant, instant)
         planned = deltas + targets
         if planned != actual[: len(planned)] or (targets and planned != actual):
             problems.append(
@@ -205,6 +259,14 @@ def validate_plan_files(table: Table, plan: CompactionPlan) -> list[str]:
             problems.append(
                 f"file group {fid} in {partition!r}: logs {extra} of the slice are neither compacted nor linked"
             )
+        if instant is not None:
+            for path in overlapping_writes(table, partition, fid, instant):
+                problems.append(
+                    f"log {storage.full_path(path)} of file group {fid} was written by a deltacommit requested before "
+                    f"compaction {instant} that is still pending or completed after it: it would replay before the "
+                    "plan's leftovers (docs/hudi-1x.md §4.4, fence 2); let it complete or roll it back, or unschedule "
+                    "the plan"
+                )
     return problems
 
 
@@ -334,11 +396,11 @@ def run_compaction(
         raise PlanValidationError(f"a compaction instant such as '20250101000000000' is needed, not {instant!r}")
     started = time.monotonic()
     table.refresh()
-    require_writable(table, f"run compaction {instant}")
+    require_writable(table, f"run compaction {instant}", versions=TABLE_SERVICE_VERSIONS)
     _, plan = load_pending_plan(table, instant)
     extra = dict(plan.extra)
     split = exact_split or extra.get(EXTRA_EXACT_SPLIT) == "true"
-    problems = validate_plan_files(table, plan)
+    problems = validate_plan_files(table, plan, instant)
     if problems:
         raise PlanValidationError(f"compaction {instant} cannot run: " + "; ".join(problems))
     storage = table.storage
@@ -426,9 +488,17 @@ def run_compaction(
     )
     if progress is not None:
         progress(ProgressEvent("commit", 0, 1, f"writing {instant}.commit"))
-    completed = posixpath.join(table.config.timeline_path, InstantFileName(instant, COMMIT, COMPLETED).name)
+    # On 1.x the compaction completes *at* its requested time (``C_C.commit``, docs/hudi-1x.md §4.4): its links and
+    # carry-over logs, named with C, then replay after base C and before every later write in every log order.
+    fmt = table_version_format(table.config.version, table.config.timeline_path)
+    completed = fmt.instant_path(instant, COMMIT, COMPLETED, completion=instant)
+    if has_metadata_table(table):
+        # The metadata table lists C's base files, carry-over logs and links before C completes (docs/metadata-table.md
+        # §6); they all carry C's name, so no reader counts them before C.commit either way.
+        outputs = [p for r in results for p in r.outputs] + [link.symlink_path for link in links]
+        sync_files_partition(table, instant, added=added_files(storage, outputs))
     fault_point("run.before_commit")
-    storage.write_bytes_atomic(completed, encode_commit_metadata_json(meta.to_record()))
+    storage.write_bytes_atomic(completed, fmt.encode_commit_metadata(meta.to_record()))
     # The records of a completed instant are no longer read; a folder left behind by a failure here is harmless.
     with contextlib.suppress(EvtError):
         drop_ownership(storage, instant)

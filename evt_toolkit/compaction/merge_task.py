@@ -197,8 +197,14 @@ def _base_file(storage: TableStorage, partition: str, name: str) -> BaseFile:
     return BaseFile(rel, name, parsed.file_id, parsed.instant, parsed.write_token, storage.size(rel))
 
 
-def later_logs(storage: TableStorage, partition: str, file_id: str, instant: str) -> list[LogFile]:
-    """The logs of slice ``instant`` of a file group other than carry-over logs, in replay order (links and writes)."""
+def later_logs(
+    storage: TableStorage, partition: str, file_id: str, instant: str, *, named_by_deltacommit: bool = False
+) -> list[LogFile]:
+    """The logs of slice ``instant`` of a file group other than carry-over logs, in replay order (links and writes).
+
+    On 1.x (``named_by_deltacommit``) a write landing in the new slice is named after its own deltacommit, requested
+    after ``C`` (docs/hudi-1x.md §4.4), so the slice's later logs are those named ``C`` or later.
+    """
     files, _ = storage.list_dir(partition)
     out = []
     for e in files:
@@ -208,13 +214,27 @@ def later_logs(storage: TableStorage, partition: str, file_id: str, instant: str
             and parsed.extension == "log"
             and not parsed.suffix
             and parsed.file_id == file_id
-            and parsed.base_instant == instant
-            and parsed.version != CARRY_OVER_VERSION
+            and (parsed.base_instant >= instant if named_by_deltacommit else parsed.base_instant == instant)
+            and not (parsed.base_instant == instant and parsed.version == CARRY_OVER_VERSION)
         ):
             out.append(
-                LogFile(e.path, e.name, file_id, instant, parsed.version, parsed.write_token, parsed.suffix, e.size)
+                LogFile(
+                    e.path,
+                    e.name,
+                    file_id,
+                    parsed.base_instant,
+                    parsed.version,
+                    parsed.write_token,
+                    parsed.suffix,
+                    e.size,
+                )
             )
     return sorted(out, key=LogFile.sort_key)
+
+
+def _named_by_deltacommit(task: MergeTask) -> bool:
+    """Whether the table names logs after their deltacommit (1.x, timeline layout 2)."""
+    return task.spec.timeline.layout_version >= 2
 
 
 def _check_blocks(storage: TableStorage, logs: tuple[LogFile, ...]) -> tuple[int, int]:
@@ -266,7 +286,9 @@ def landed_logs_matter(task: MergeTask, result: MergeResult, storage: TableStora
     seen = set(result.later_logs)
     landed = [
         lf
-        for lf in later_logs(storage, task.partition_path, task.file_id, task.instant)
+        for lf in later_logs(
+            storage, task.partition_path, task.file_id, task.instant, named_by_deltacommit=_named_by_deltacommit(task)
+        )
         if (lf.name, lf.size) not in seen
     ]
     if not landed:
@@ -401,7 +423,7 @@ def run_merge_task(task: MergeTask) -> MergeResult:
         raise PlanValidationError(f"{storage.uri} has no schema (no commit carries one); nothing to compact")
     avro = dict(ctx.reader_avro_schema)
     base = read_base_file(ctx, base_file) if base_file is not None else ctx.schema.empty_table()
-    later = later_logs(storage, partition, task.file_id, task.instant)
+    later = later_logs(storage, partition, task.file_id, task.instant, named_by_deltacommit=_named_by_deltacommit(task))
     # Rollback command blocks in later logs (links of leftovers, writes landed in the new slice) remove earlier blocks
     # of their target instant, including blocks in the compacted logs: the compaction must not merge those.
     prefix = {lf.path for lf in logs}

@@ -51,7 +51,7 @@ from evt_toolkit.compaction.strategy import (
 )
 from evt_toolkit.compaction.strategy import max_ingested_event_time as max_event_time_of_slices
 from evt_toolkit.compaction.trigger import check_can_schedule
-from evt_toolkit.errors import EvtError, PendingTableServiceError, PlanValidationError
+from evt_toolkit.errors import EvtError, PendingTableServiceError, PlanValidationError, TimelineError
 from evt_toolkit.faults import fault_point
 from evt_toolkit.format.links import Link
 from evt_toolkit.format.names import REQUESTED, InstantFileName
@@ -59,9 +59,9 @@ from evt_toolkit.format.ownership import LINK, SCHEDULE, OwnedFile
 from evt_toolkit.format.records import CompactionPlan
 from evt_toolkit.storage.links import create_links, delete_link_or_file, require_symlinks
 from evt_toolkit.storage.ownership import MARKER_ROOT, drop_ownership, ownership_records, record_ownership
-from evt_toolkit.table.guards import require_writable
+from evt_toolkit.table.guards import TABLE_SERVICE_VERSIONS, require_writable
 from evt_toolkit.table.timeline import COMPACTION
-from evt_toolkit.write.instants import new_instant_time
+from evt_toolkit.write.instants import new_instant_time, timeline_times
 
 if TYPE_CHECKING:
     from evt_toolkit.table.table import Table
@@ -185,10 +185,18 @@ def schedule_compaction(
     if exact_split and not strategy.event_time_aware:
         raise PlanValidationError(f"exact_split needs an event-time strategy (a threshold T), got {strategy!r}")
     table.refresh()
-    require_writable(table, "schedule a compaction")
+    require_writable(table, "schedule a compaction", versions=TABLE_SERVICE_VERSIONS)
     remove_abandoned_schedules(table)
     timeline = table.timeline
-    c = instant or new_instant_time((i.time for i in timeline.instants), table.config.timezone, scope=table.storage.uri)
+    # On 1.x requested and completion times come from one clock: C must exceed every completion time too (fence 1 of
+    # docs/hudi-1x.md §4.4 then makes every later write's instant exceed C).
+    times = timeline_times(timeline.instants)
+    c = instant or new_instant_time(times, table.config.timezone, scope=table.storage.uri)
+    if table.config.timeline_layout >= 2 and instant is not None and times and instant <= max(times):
+        raise TimelineError(
+            f"cannot schedule compaction {instant} on {table.storage.uri}: on a 1.x table it must be later than every "
+            f"requested and completion time on the timeline (latest {max(times)})"
+        )
     check_can_schedule(timeline, c)
     if strategy.event_time_aware:
         pending = [f"compaction {i.time}" for i in timeline.pending_compactions()]

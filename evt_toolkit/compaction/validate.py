@@ -84,8 +84,22 @@ def validate_compaction(table: Table, instant: str) -> ValidationReport:
         problems.append(str(exc))
     checked += 1
     if not inst.is_completed:
-        problems.extend(validate_plan_files(table, plan))
+        problems.extend(validate_plan_files(table, plan, instant))
         checked += sum(len(op.delta_files) + (1 if op.data_file else 0) for op in plan.operations)
+    if (
+        inst.is_completed
+        and plan.links
+        and table.config.timeline_layout >= 2
+        and inst.completion_time not in (None, instant)
+    ):
+        # docs/hudi-1x.md §4.4: a plan with links must complete *at* C, or a write that completed in its pending
+        # window replays before the leftovers in a reader that orders a slice's logs by completion time. A stock
+        # executor of our plan completes C with its real completion time.
+        problems.append(
+            f"compaction {instant} completed at {inst.completion_time}, not at its requested time: its links replay "
+            "after writes that completed in its pending window for readers that order logs by completion time "
+            "(was it run by another executor?)"
+        )
     extra = plan.extra
     mode = extra.get(EXTRA_LINK_MODE, "copy")
     links_expected = inst.is_completed or extra.get(EXTRA_LINK_TIMING, "schedule") == "schedule"

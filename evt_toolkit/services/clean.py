@@ -36,6 +36,7 @@ from evt_toolkit.errors import (
 from evt_toolkit.faults import fault_point
 from evt_toolkit.format import records
 from evt_toolkit.format.names import COMPLETED, INFLIGHT, REQUESTED, InstantFileName
+from evt_toolkit.format.table_version import table_version_format
 from evt_toolkit.services.clean_planner import (
     DEFAULT_COMMITS_RETAINED,
     DEFAULT_FILE_VERSIONS_RETAINED,
@@ -47,14 +48,15 @@ from evt_toolkit.services.clean_planner import (
 )
 from evt_toolkit.storage.links import delete_link_or_file
 from evt_toolkit.table.fs_view import list_table_files
-from evt_toolkit.table.guards import require_writable
+from evt_toolkit.table.guards import TABLE_SERVICE_VERSIONS, has_metadata_table, require_writable
 from evt_toolkit.table.links import LinkGraph, storage_symlinks, table_links
 from evt_toolkit.table.timeline import (
     CLEAN,
     SAVEPOINT,
     WRITE_ACTIONS,
 )
-from evt_toolkit.write.instants import new_instant_time
+from evt_toolkit.write.instants import new_instant_time, timeline_times
+from evt_toolkit.write.metadata_sync import sync_files_partition
 
 if TYPE_CHECKING:
     from evt_toolkit.storage.fs import TableStorage
@@ -199,6 +201,15 @@ def _metadata_record(
 
 
 def _clean_file(table: Table, instant: str, state: str) -> str:
+    """The clean's timeline file; on layout 2 the completed one carries a completion time issued now."""
+    if state == COMPLETED and table.config.timeline_layout >= 2:
+        fmt = table_version_format(table.config.version, table.config.timeline_path)
+        completion = new_instant_time(
+            [*timeline_times(table.refresh().timeline.instants), instant],
+            table.config.timezone,
+            scope=table.storage.uri,
+        )
+        return fmt.instant_path(instant, CLEAN, COMPLETED, completion)
     return posixpath.join(table.config.timeline_path, InstantFileName(instant, CLEAN, state).name)
 
 
@@ -236,6 +247,13 @@ def _finish(
     every = [p for paths in by_partition.values() for p in paths]
     deleted = delete_files(storage, every)
     fault_point("clean.after_delete")
+    if has_metadata_table(table):
+        # Every planned file is gone now (deleted here or before a crash): the metadata table forgets them all
+        # before the clean completes (HoodieBackedTableMetadataWriter.update(HoodieCleanMetadata)).
+        gone: dict[str, list[str]] = {}
+        for rel in every:
+            gone.setdefault(posixpath.dirname(rel), []).append(posixpath.basename(rel))
+        sync_files_partition(table, instant, deleted=gone)
     meta = _metadata_record(
         instant,
         policy,
@@ -305,7 +323,7 @@ def clean(
         >>> clean(t, "KEEP_LATEST_FILE_VERSIONS", 1).files  # doctest: +SKIP
     """
     table.refresh()
-    require_writable(table, "clean", merge_on_read=False)
+    require_writable(table, "clean", merge_on_read=False, versions=TABLE_SERVICE_VERSIONS)
     if not dry_run:
         remove_abandoned_schedules(table)
     if any(i.action == SAVEPOINT for i in table.timeline.instants):
@@ -326,9 +344,7 @@ def clean(
         return CleanResult(None, policy, n, ectr, plan.paths, (), (), plan.kept_for_links, dry_run)
     started = time.monotonic()
     storage = table.storage
-    instant = new_instant_time(
-        (i.time for i in table.timeline.instants), table.config.timezone, scope=table.storage.uri
-    )
+    instant = new_instant_time(timeline_times(table.timeline.instants), table.config.timezone, scope=table.storage.uri)
     data = _plan_record(storage, plan).encode()
     storage.write_bytes_atomic(_clean_file(table, instant, REQUESTED), data)
     fault_point("clean.after_requested")

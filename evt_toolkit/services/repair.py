@@ -25,7 +25,7 @@ from evt_toolkit.compaction.schedule import ABANDONED_AFTER_S, abandoned_schedul
 from evt_toolkit.errors import EvtError
 from evt_toolkit.storage.links import check_link, delete_link_or_file
 from evt_toolkit.storage.ownership import MARKER_ROOT, drop_ownership
-from evt_toolkit.table.guards import require_writable
+from evt_toolkit.table.guards import TABLE_SERVICE_VERSIONS, require_writable
 from evt_toolkit.table.table import Table
 
 __all__ = ["RepairReport", "repair_compactions"]
@@ -68,7 +68,7 @@ def repair_compactions(table: Table, *, dry_run: bool = True, older_than_s: floa
         UnsupportedTableError: a table this toolkit does not write.
     """
     table.refresh()
-    require_writable(table, "repair compactions")
+    require_writable(table, "repair compactions", versions=TABLE_SERVICE_VERSIONS)
     storage = table.storage
     abandoned = abandoned_schedules(table, older_than_s=older_than_s)
     timeline = table.timeline

@@ -59,6 +59,7 @@ from evt_toolkit.format.records import (
     RollbackPlanRequest,
     WriteStat,
 )
+from evt_toolkit.format.table_version import table_version_format
 from evt_toolkit.services.clean import delete_files, hadoop_path, relative_path
 from evt_toolkit.services.rollback_planner import (
     BaseFacts,
@@ -71,9 +72,10 @@ from evt_toolkit.services.rollback_planner import (
 )
 from evt_toolkit.storage.ownership import drop_ownership, owned_files
 from evt_toolkit.table.fs_view import Listing, list_table_files
-from evt_toolkit.table.guards import require_writable
-from evt_toolkit.table.timeline import COMPACTION, DELTA_COMMIT, ROLLBACK, WRITE_ACTIONS, Instant
-from evt_toolkit.write.instants import new_instant_time
+from evt_toolkit.table.guards import TABLE_SERVICE_VERSIONS, has_metadata_table, require_writable
+from evt_toolkit.table.timeline import COMPACTION, DELTA_COMMIT, ROLLBACK, WRITE_ACTIONS, Instant, InstantState
+from evt_toolkit.write.instants import new_instant_time, timeline_times
+from evt_toolkit.write.metadata_sync import rollback_metadata_instant
 
 if TYPE_CHECKING:
     from evt_toolkit.storage.fs import TableStorage
@@ -100,6 +102,8 @@ class RollbackResult:
         timeline_files_removed: the rolled-back instant's timeline files deleted.
         plan_requested_again: a compaction's plan is requested again (it can run again).
         resumed: a rollback left pending earlier was finished.
+        unowned: 1.x only: files named with the rolled-back instant that no record owns, left in place (readers
+            ignore them: their instant never completed) and reported instead of deleted (docs/hudi-1x.md §5).
     """
 
     instant: str
@@ -111,6 +115,7 @@ class RollbackResult:
     timeline_files_removed: tuple[str, ...]
     plan_requested_again: bool
     resumed: bool = False
+    unowned: tuple[str, ...] = ()
 
 
 # -- facts from storage ------------------------------------------------------------------------------------------------
@@ -289,6 +294,20 @@ def _metadata_record(
 
 
 def _timeline_file(table: Table, instant: str, action: str, state: str) -> str:
+    if state == COMPLETED and table.config.timeline_layout >= 2:
+        # Layout 2: an existing completed instant is found by its file (its completion time is in the name); a new
+        # one (the rollback's) gets a completion time issued now, after every time on the timeline.
+        tl = table.refresh().timeline
+        for inst in tl.instants:
+            if inst.time == instant and inst.action == action and inst.is_completed:
+                found = tl.state_file(inst, InstantState.COMPLETED)
+                if found:
+                    return found
+        fmt = table_version_format(table.config.version, table.config.timeline_path)
+        completion = new_instant_time(
+            [*timeline_times(tl.instants), instant], table.config.timezone, scope=table.storage.uri
+        )
+        return fmt.instant_path(instant, action, COMPLETED, completion)
     return posixpath.join(table.config.timeline_path, InstantFileName(instant, action, state).name)
 
 
@@ -325,6 +344,10 @@ def _execute(
     resumed: bool,
 ) -> RollbackResult:
     storage = table.storage
+    # The metadata table's instant `target` goes first, at this rollback's instant, as Hudi's metadata writer rolls
+    # it back before the data rollback completes; resumable with the same instant.
+    if has_metadata_table(table):
+        rollback_metadata_instant(table, target, rollback_instant)
     to_delete = [p for r in requests for p in r.files_to_delete]
     deleted = delete_files(storage, to_delete)
     fault_point("rollback.after_delete")
@@ -464,6 +487,42 @@ def _compaction_requests(table: Table, inst: Instant, listing: Listing) -> list[
     return plan_compaction_rollback(c, ops, outputs, {})
 
 
+def _deltacommit_requests_v2(table: Table, inst: Instant, listing: Listing) -> tuple[list[RollbackRequest], list[str]]:
+    """1.x: ``(requests deleting the recorded files named with W, files named W that nothing records)``.
+
+    A 1.x deltacommit ``W`` writes only new files named with ``W`` (logs ``.{fid}_{W}.log.*``, base files
+    ``*_{W}.parquet``), so Hudi rolls it back by deleting them, with no command block (``ListingBasedRollbackStrategy``,
+    docs/hudi-1x.md §5). The toolkit deletes exactly those its records own — ownership records, Hudi's ``CREATE``
+    markers, the write stats of its commit or workload profile — which coincide with the name rule, and leaves a file
+    named ``W`` that no record owns in place, reporting it.
+    """
+    w = inst.time
+    storage = table.storage
+    recorded: set[str] = set(owned_files(storage, w, [WRITE]))
+    for partition, marked, _kind in _markers(storage, w):
+        recorded.add(posixpath.join(partition, marked) if partition else marked)
+    try:
+        stats: tuple[WriteStat, ...] = table.timeline.commit_metadata(inst).write_stats
+    except EvtError:
+        stats = ()
+    recorded.update(st.path for st in stats if st.path)
+    named: dict[str, tuple[str, str]] = {}
+    for partition, lf in listing.log_files:
+        if lf.instant == w:
+            named[lf.path] = (partition, lf.file_id)
+    for bf in listing.base_files:
+        if bf.instant == w:
+            named[bf.path] = (_partition_of(bf.path), bf.file_id)
+    groups: dict[tuple[str, str], list[str]] = {}
+    for path, key in named.items():
+        if path in recorded:
+            groups.setdefault(key, []).append(path)
+    requests = [
+        RollbackRequest(p, f, w, files_to_delete=tuple(sorted(paths))) for (p, f), paths in sorted(groups.items())
+    ]
+    return requests, sorted(p for p in named if p not in recorded)
+
+
 def _deltacommit_requests(table: Table, inst: Instant, listing: Listing) -> list[RollbackRequest]:
     recorded, others, bases = _deltacommit_candidates(table, inst, listing)
     facts: list[LogFacts] = []
@@ -505,7 +564,7 @@ def rollback(table: Table, instant: str) -> RollbackResult:
         ('.hoodie/20250101000000000.deltacommit.inflight', '.hoodie/20250101000000000.deltacommit.requested')
     """
     table.refresh()
-    require_writable(table, f"roll back {instant}")
+    require_writable(table, f"roll back {instant}", versions=TABLE_SERVICE_VERSIONS)
     remove_abandoned_schedules(table)
     resumed = _resume(table, instant)
     if resumed is not None:
@@ -514,12 +573,15 @@ def rollback(table: Table, instant: str) -> RollbackResult:
     _check_rollbackable(table, inst)
     started = time.monotonic()
     listing = list_table_files(table.storage)
+    unowned: list[str] = []
     if inst.action == COMPACTION:
         requests = _compaction_requests(table, inst, listing)
+    elif table.config.timeline_layout >= 2:
+        requests, unowned = _deltacommit_requests_v2(table, inst, listing)
     else:
         requests = _deltacommit_requests(table, inst, listing)
     storage = table.storage
-    r = new_instant_time((i.time for i in table.timeline.instants), table.config.timezone, scope=table.storage.uri)
+    r = new_instant_time(timeline_times(table.timeline.instants), table.config.timezone, scope=table.storage.uri)
     plan = _plan_record(storage, instant, inst.action, requests)
     storage.write_bytes_atomic(
         _timeline_file(table, r, ROLLBACK, REQUESTED),
@@ -533,4 +595,5 @@ def rollback(table: Table, instant: str) -> RollbackResult:
         # The commit file goes before any data file: from then on readers skip the instant's blocks.
         storage.delete_file(timeline_files[0])
         fault_point("rollback.after_uncommit")
-    return _execute(table, r, instant, inst.action, requests, timeline_files, started, False)
+    result = _execute(table, r, instant, inst.action, requests, timeline_files, started, False)
+    return dataclasses.replace(result, unowned=tuple(unowned)) if unowned else result

@@ -28,9 +28,10 @@ from evt_toolkit.errors import EvtError
 from evt_toolkit.format.names import INFLIGHT, REQUESTED, BaseFileName, LogFileName
 from evt_toolkit.storage.links import delete_link_or_file
 from evt_toolkit.storage.ownership import drop_ownership, owned_files
-from evt_toolkit.table.guards import require_writable
+from evt_toolkit.table.guards import TABLE_SERVICE_VERSIONS, has_metadata_table, require_writable
 from evt_toolkit.table.table import Table
 from evt_toolkit.table.timeline import COMMIT, COMPACTION
+from evt_toolkit.write.metadata_sync import rollback_metadata_instant
 
 __all__ = ["UnscheduleReport", "unschedule_compaction"]
 
@@ -55,7 +56,7 @@ class UnscheduleReport:
 def unschedule_compaction(table: Table, instant: str, *, dry_run: bool = True) -> UnscheduleReport:
     """Take back a pending compaction that wrote nothing others depend on (dry run by default)."""
     table.refresh()
-    require_writable(table, f"unschedule compaction {instant}")
+    require_writable(table, f"unschedule compaction {instant}", versions=TABLE_SERVICE_VERSIONS)
     found = [i for i in table.timeline.instants if i.time == instant and i.action in (COMPACTION, COMMIT)]
     if not found:
         return UnscheduleReport(instant, (), False, f"{table.storage.uri}: no compaction plan at instant {instant}")
@@ -96,6 +97,9 @@ def unschedule_compaction(table: Table, instant: str, *, dry_run: bool = True) -
             files.append(rel)
     if dry_run:
         return UnscheduleReport(instant, tuple(files), False, None)
+    if has_metadata_table(table):
+        # A run that crashed after mirroring C into the metadata table left an MDT instant C: it goes first.
+        rollback_metadata_instant(table, instant)
     for rel in files:
         delete_link_or_file(storage, rel)
     with contextlib.suppress(EvtError):

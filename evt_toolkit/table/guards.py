@@ -3,11 +3,14 @@
 Writes, compaction schedules and runs, unschedules, cleans, rollbacks: each refuses, before writing anything, a
 table it cannot keep consistent:
 
-* a table version the operation is not written for: writes handle 6, 8 and 9; the table services (compaction,
-  clean, rollback, unschedule) only 6 so far (``docs/hudi-1x.md``);
+* a table version the operation is not written for: writes and the table services (compaction, clean, rollback,
+  unschedule) handle 6, 8 and 9 (``docs/hudi-1x.md``);
 * a table with a **metadata table** (``hoodie.table.metadata.partitions`` lists partitions, or ``.hoodie/metadata``
-  exists): stock readers list files through it, and the toolkit does not maintain it, so a stock reader would miss
-  new files or look for deleted ones. The way out is Hudi's own: disable it
+  exists) that :func:`~evt_toolkit.table.metadata_table.metadata_table_support` says the toolkit cannot keep
+  consistent (version 6, an async indexer at work, a declared but missing metadata table, ...): stock readers list
+  files through it, so a stock reader would miss new files or look for deleted ones. A maintainable one (v8/v9,
+  ``files`` ready) is accepted: every writing operation mirrors its files into ``files``
+  (:mod:`evt_toolkit.write.metadata_sync`). The way out is Hudi's own: disable it
   (``HudiTable.metadata_table.disable`` / ``evt metadata disable``, a dry run by default), which clears
   ``hoodie.table.metadata.partitions`` with a valid checksum and removes ``.hoodie/metadata``; stock writers with
   ``hoodie.metadata.enable=true`` rebuild it from storage later.
@@ -21,10 +24,20 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from evt_toolkit.errors import UnsupportedTableError
+from evt_toolkit.table.metadata_table import metadata_table_support
 from evt_toolkit.table.table import Table
 
-__all__ = ["METADATA_FOLDER", "METADATA_PARTITIONS_KEY", "has_metadata_table", "require_writable"]
+__all__ = [
+    "METADATA_FOLDER",
+    "METADATA_PARTITIONS_KEY",
+    "TABLE_SERVICE_VERSIONS",
+    "has_metadata_table",
+    "require_writable",
+]
 
+#: Table versions the table services (compaction schedule/run/unschedule, clean, rollback) are written for
+#: (docs/hudi-1x.md §4.4 and §5).
+TABLE_SERVICE_VERSIONS = (6, 8, 9)
 METADATA_FOLDER = ".hoodie/metadata"
 METADATA_PARTITIONS_KEY = "hoodie.table.metadata.partitions"
 METADATA_INFLIGHT_KEY = "hoodie.table.metadata.partitions.inflight"
@@ -53,7 +66,8 @@ def require_writable(
         table: the table.
         operation: what was asked, for the message (``"write"``, ``"schedule a compaction"``, ...).
         merge_on_read: the operation needs a MERGE_ON_READ table.
-        versions: the table versions ``operation`` is written for (writes: 6, 8 and 9; table services: 6).
+        versions: the table versions ``operation`` is written for (default 6; writes and table services pass
+            6, 8 and 9).
 
     Raises:
         UnsupportedTableError: another table version or type, or a metadata table the toolkit does not maintain.
@@ -70,10 +84,14 @@ def require_writable(
             "(docs/hudi-1x.md)"
         )
     if has_metadata_table(table):
+        support = metadata_table_support(table)
+        if support.present and support.maintainable:
+            return  # every writing operation mirrors its files into the `files` partition (docs/metadata-table.md §6)
         parts = ", ".join(metadata_partitions(table)) or "none listed"
+        why = "; ".join(support.reasons) or "no metadata table folder"
         raise UnsupportedTableError(
             f"cannot {operation} on {where}: it has a metadata table ({METADATA_FOLDER}; partitions: {parts}) that "
-            "this toolkit does not maintain, so stock readers listing files through it would miss or look for the "
-            "wrong files. Disable it the way Hudi does — t.metadata_table.disable(dry_run=False) or "
+            f"this toolkit cannot keep consistent ({why}), so stock readers listing files through it would miss or "
+            "look for the wrong files. Disable it the way Hudi does — t.metadata_table.disable(dry_run=False) or "
             "`evt metadata disable --apply` — and let a stock writer with hoodie.metadata.enable=true rebuild it later"
         )

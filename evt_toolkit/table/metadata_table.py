@@ -21,7 +21,7 @@ reads that listing the way they do, so tests and the writer can compare it with 
   the entries not deleted.
 
 :func:`metadata_table_support` says whether the toolkit can keep a table's MDT consistent (and what it would drop
-first); :mod:`evt_toolkit.services.metadata_sync` does it.
+first); :mod:`evt_toolkit.write.metadata_sync` does it.
 
 Example:
     >>> listing = read_files_partition(t)  # doctest: +SKIP
@@ -408,7 +408,7 @@ class MetadataTableSupport:
 
 
 def metadata_table_support(table: Table, mdt: MetadataTable | None = None) -> MetadataTableSupport:
-    """Decide whether :mod:`evt_toolkit.services.metadata_sync` can keep this table's MDT consistent.
+    """Decide whether :mod:`evt_toolkit.write.metadata_sync` can keep this table's MDT consistent.
 
     Maintainable means: table version 8 or 9 with ``files`` ready; ``.hoodie/metadata`` of the same version on
     timeline layout 2 with HFile base files; no partition being built by an async indexer
@@ -448,7 +448,7 @@ def metadata_table_support(table: Table, mdt: MetadataTable | None = None) -> Me
             reasons.append(f"{where} does not store HFile base files")
         data_pending = {i.time for i in table.timeline.instants if not i.is_completed}
         for inst in mdt.instants:
-            # A pending rollback is finished by the next sync or rollback (services/metadata_sync.py).
+            # A pending rollback is finished by the next sync or rollback (write/metadata_sync.py).
             if inst.is_completed or inst.action == "rollback":
                 continue
             if inst.action != "deltacommit":

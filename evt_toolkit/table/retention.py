@@ -45,6 +45,7 @@ def earliest_retained(timeline: Timeline, view: FileSystemView) -> str | None:
     """
     bound: str | None = None
     groups: dict[tuple[str, str], FileGroup] | None = None
+    layout = timeline.layout_version
     for inst in timeline.instants:
         if inst.action != CLEAN:
             continue
@@ -73,7 +74,18 @@ def earliest_retained(timeline: Timeline, view: FileSystemView) -> str | None:
                         newest[key] = max(newest.get(key, ""), parsed[1])
             for key, deleted_instant in newest.items():
                 g = groups.get(key)
-                later = [s.base_instant for s in g.slices if s.base_instant > deleted_instant] if g else []
+                # On timeline layout 2 a log without a base file at or before its completion opens a slice of its
+                # own. Logs a clean kept of a deleted slice (a symlink's target) therefore look like a log-only
+                # slice of their own: only a slice with a base file is a whole state after a deletion.
+                later = (
+                    [
+                        s.base_instant
+                        for s in g.slices
+                        if s.base_instant > deleted_instant and (s.base_file is not None or layout < 2)
+                    ]
+                    if g
+                    else []
+                )
                 ectr = max(ectr, min(later) if later else inst.time)
         if ectr and (bound is None or ectr > bound):
             bound = ectr

@@ -18,8 +18,9 @@ from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 
 from evt_toolkit.errors import TimelineError
+from evt_toolkit.table.timeline import Instant
 
-__all__ = ["format_instant", "new_instant_time", "parse_instant", "step_instant"]
+__all__ = ["format_instant", "new_instant_time", "parse_instant", "step_instant", "timeline_times"]
 
 _lock = threading.Lock()
 #: The last instant issued per table (base URI), as Hudi keeps one ``TimeGenerator`` per base path: another table's
@@ -108,3 +109,17 @@ def new_instant_time(
             candidate = step_instant(floor)
         _last_issued[scope] = candidate
     return candidate
+
+
+def timeline_times(instants: Iterable[Instant]) -> list[str]:
+    """Every requested and completion time of ``instants`` (``Instant`` s): a new instant must exceed them all.
+
+    On timeline layout 2 Hudi's ``TimeGenerator`` issues requested and completion times from one clock, so a new
+    requested time is later than every completion time too (docs/hudi-1x.md §2).
+    """
+    out: list[str] = []
+    for inst in instants:
+        out.append(inst.time)
+        if inst.completion_time:
+            out.append(inst.completion_time)
+    return out

@@ -43,10 +43,11 @@ from evt_toolkit.format.ownership import WRITE
 from evt_toolkit.format.records import CommitMetadata, WriteStat
 from evt_toolkit.format.table_version import WRITABLE_TABLE_VERSIONS, table_version_format
 from evt_toolkit.storage.ownership import drop_ownership, owned_files
-from evt_toolkit.table.guards import require_writable
+from evt_toolkit.table.guards import has_metadata_table, require_writable
 from evt_toolkit.table.schema import latest_avro_schema
 from evt_toolkit.write.index import BUCKET, WriteIndex, check_writable_1x, resolve_write_index
 from evt_toolkit.write.instants import new_instant_time
+from evt_toolkit.write.metadata_sync import added_files, sync_files_partition
 from evt_toolkit.write.plan import (
     DEFAULT_MAX_DATA_BLOCK_SIZE,
     DEFAULT_MAX_LOG_FILE_SIZE,
@@ -467,6 +468,9 @@ def write(
     for path in owned_files(storage, instant, [WRITE]):
         if path not in written:
             storage.delete_file(path)
+    # A metadata table lists the instant's files before the instant completes (HoodieTable.writeTableMetadata).
+    if has_metadata_table(table):
+        sync_files_partition(table, instant, added=added_files(storage, written))
     fault_point("write.before_complete")
     # Layout 2 names the completed file with the completion time, issued now and after every time on the timeline.
     completion = (

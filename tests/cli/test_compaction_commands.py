@@ -18,10 +18,18 @@ from tests.tables import event_rows as _rows
 T = BASE + 200
 
 
-@pytest.fixture
-def table(tmp_path: Path) -> str:
+@pytest.fixture(params=[6, 9], ids=["v6", "v9"])
+def table(tmp_path: Path, request: pytest.FixtureRequest) -> str:
+    """The commands work the same on table version 6 and on Hudi 1.1's version 9."""
     t = evt.HudiTable.create(
-        tmp_path / "t", "cli", "id", partition_by="region", ordering_field="ts", event_time_field="ev", buckets=2
+        tmp_path / "t",
+        "cli",
+        "id",
+        partition_by="region",
+        ordering_field="ts",
+        event_time_field="ev",
+        buckets=2,
+        table_version=request.param,
     )
     t.write(_rows(range(0, 20), 100, 1))
     t.write(_rows(range(10, 30), 400, 2))

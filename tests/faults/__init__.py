@@ -31,8 +31,8 @@ CHILD = textwrap.dedent(
 
     path, action, *args = sys.argv[1:]
     t = evt.HudiTable.open(path)
-    if action == "write":
-        t.write(pq.read_table(args[0]), args[1])
+    if action == "write":  # [batch.parquet, operation, index type of a stock table]
+        t.write(pq.read_table(args[0]), args[1], options={"hoodie.index.type": args[2]} if len(args) > 2 else None)
     elif action == "schedule":
         from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
         from evt_toolkit.compaction.schedule import schedule_compaction

@@ -65,11 +65,15 @@ def _point(fault: str) -> str:
     return fault
 
 
-@pytest.fixture(scope="module")
-def templates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """``history``: the history's table. ``cleanable-<mode>``: compacted with ``<mode>`` links, then two writes."""
-    root = tmp_path_factory.mktemp("templates")
-    t = create(root / "history", "event_time")
+@pytest.fixture(scope="module", params=[6, 9], ids=["v6", "v9"])
+def templates(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> dict[str, Path]:
+    """``history``: the history's table. ``cleanable-<mode>``: compacted with ``<mode>`` links, then two writes.
+
+    Every crash case runs on table version 6 and on version 9 (Hudi 1.1: timeline layout 2, logs named by their
+    deltacommit, compactions completing as ``C_C.commit``, rollback by deleting the failed instant's files).
+    """
+    root = tmp_path_factory.mktemp(f"templates-v{request.param}")
+    t = create(root / "history", "event_time", table_version=request.param)
     for op, df in HISTORY:
         t.write(df, op)
     out = {"history": root / "history"}

@@ -24,11 +24,11 @@ import evt_toolkit as evt
 from evt_toolkit.format.log_writer import encode_avro_data_block, with_meta_fields
 from evt_toolkit.format.metadata import encode_avro_container, load_schema, read_avro_container
 from evt_toolkit.format.names import InstantFileName
-from evt_toolkit.services.metadata_sync import sync_files_partition
 from evt_toolkit.table.fs_view import list_table_files
 from evt_toolkit.table.metadata_table import read_files_partition
 from evt_toolkit.table.table import Table
 from evt_toolkit.write.instants import new_instant_time
+from evt_toolkit.write.metadata_sync import sync_files_partition
 from tests.conftest import fixture_table_path
 
 hudi: Any = None

@@ -1,4 +1,4 @@
-"""Keeping a stock v8/v9 table's metadata table consistent (services/metadata_sync.py), judged by hudi-rs.
+"""Keeping a stock v8/v9 table's metadata table consistent (write/metadata_sync.py), judged by hudi-rs.
 
 On copies of stock tables with a metadata table, synthetic data-table changes (mdt_helpers: a new Parquet base file,
 an Avro log of updates, a clean of old slices) are mirrored into the ``files`` partition and then checked:
@@ -22,14 +22,14 @@ from evt_toolkit.errors import MetadataTableError
 from evt_toolkit.format.mdt import METADATA_INFLIGHT_KEY, METADATA_PARTITIONS_KEY
 from evt_toolkit.format.metadata import read_avro_container
 from evt_toolkit.format.properties import HOODIE_PROPERTIES
-from evt_toolkit.services.metadata_sync import (
+from evt_toolkit.table.config import load_table_config
+from evt_toolkit.table.metadata_table import load_metadata_table, metadata_table_support, read_files_partition
+from evt_toolkit.table.table import Table
+from evt_toolkit.write.metadata_sync import (
     drop_unmaintained_partitions,
     rollback_metadata_instant,
     sync_files_partition,
 )
-from evt_toolkit.table.config import load_table_config
-from evt_toolkit.table.metadata_table import load_metadata_table, metadata_table_support, read_files_partition
-from evt_toolkit.table.table import Table
 from tests.conftest import TABLES_DIR, shared_available
 from tests.mdt.mdt_helpers import (
     add_base_file,

@@ -309,24 +309,25 @@ def test_a_partial_compaction_keeps_the_snapshot_across_a_commit_time_delete(tmp
     same(rs(t.path), before, "hudi-rs: the compaction does not change the snapshot")
 
 
-# -- 7. Hudi 1.x tables are refused before anything is written -------------------------------------------------------
+# -- 7. a plan scheduled on a Hudi 1.x table can run ----------------------------------------------------------------
 @SKIP_NO_SHARED
 @pytest.mark.parametrize("name", ["mor_v8_mor_boundary_windows", "mor_v9_mor_8i4u_commit_time"])
-def test_schedule_on_a_v8_or_v9_table_refuses_and_writes_nothing(tmp_path: Path, name: str) -> None:
+def test_a_compaction_scheduled_on_a_v8_or_v9_table_runs_and_changes_no_answer(tmp_path: Path, name: str) -> None:
     path = tmp_path / name
     shutil.copytree(fixture_table_path(name), path, symlinks=True)
-    before = {str(p): p.stat().st_size for p in path.rglob("*")}
     t = evt.HudiTable.open(path)
-    with pytest.raises(UnsupportedTableError, match="table version"):
-        t.compaction.schedule(UnBoundedCompactionStrategy())
-    for call in (
-        lambda: t.compaction.schedule(strategy(10**12), link_timing="execute"),
-        lambda: t.clean(dry_run=False),
-        lambda: t.write(pa.table({"x": [1]})),
-    ):
-        with pytest.raises(UnsupportedTableError):
-            call()
+    snap = t.read()
+    before = {str(p): p.stat().st_size for p in path.rglob("*")}
+    with pytest.raises(UnsupportedTableError):
+        t.write(pa.table({"x": [1]}))  # no declared index: refused before anything is written
     assert {str(p): p.stat().st_size for p in path.rglob("*")} == before
+    c = t.compaction.schedule(UnBoundedCompactionStrategy())
+    assert c is not None
+    assert t.compaction.validate(c).ok
+    t.compaction.run(c)
+    assert any(p.name == f"{c.instant}_{c.instant}.commit" for p in (path / ".hoodie" / "timeline").iterdir())
+    same_any(t.read(), snap, f"{name}: snapshot unchanged by the compaction")
+    same_any(rs(t.path), snap, f"{name}: hudi-rs snapshot unchanged by the compaction")
 
 
 # -- 8. the right error types -----------------------------------------------------------------------------------------

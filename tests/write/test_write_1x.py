@@ -29,6 +29,7 @@ from evt_toolkit.errors import UnsupportedTableError, WriteError
 from evt_toolkit.format.metadata import decode_commit_metadata, load_schema
 from evt_toolkit.format.names import InstantFileName, LogFileName
 from tests.conftest import TABLES_DIR, fixture_table_path, shared_available
+from tests.mdt.mdt_helpers import committed_files, mdt_files
 from tests.normalize import assert_same_rows
 from tests.oracle import Oracle
 from tests.tables import write_rows as _rows
@@ -276,14 +277,24 @@ def _refused(path: Path, call: Any, match: str) -> None:
 
 @pytest.mark.skipif(not shared_available(), reason="real Hudi fixtures not found")
 def test_stock_refusals(tmp_path: Path) -> None:
-    meta = _copy_fixture("mor_v8_trips_8i3u1d", tmp_path)
+    # A metadata table the toolkit cannot keep consistent (declared partitions without their metadata table files)
+    # is refused; the documented way out is to disable it as Hudi does, then write: both readers list storage.
+    meta = _copy_fixture("mor_v9_mor_nonpart_3commits", tmp_path)
     t = evt.HudiTable.open(meta)
     batch = t.read().select([c for c in t.read().column_names if not c.startswith("_hoodie_")]).slice(0, 1)
+    rows_before = t.read().num_rows
     _refused(meta, lambda: t.write(batch, options=SIMPLE), r"metadata table .*metadata_table\.disable")
-    # The documented way out: disable it as Hudi does, then write; both readers list storage and agree.
     t.metadata_table.disable(dry_run=False)
     t.write(batch, options=SIMPLE)
-    assert t.refresh().read().num_rows == _hudi_rs(meta).num_rows == 6
+    assert t.refresh().read().num_rows == _hudi_rs(meta).num_rows == rows_before
+    # A maintainable one (Hudi 1.0, five partitions) is written and its `files` partition kept consistent: hudi-rs
+    # lists the new files through it.
+    trips = _copy_fixture("mor_v8_trips_8i3u1d", tmp_path)
+    tt = evt.HudiTable.open(trips)
+    batch = tt.read().select([c for c in tt.read().column_names if not c.startswith("_hoodie_")]).slice(0, 1)
+    tt.write(batch, options=SIMPLE)
+    assert tt.refresh().read().num_rows == _hudi_rs(trips).num_rows == 6
+    assert mdt_files(trips) == committed_files(trips), "the files partition lists exactly the committed files"
     stock = _copy_fixture("mor_v9_mor_8i4u_commit_time", tmp_path)
     s = evt.HudiTable.open(stock)
     batch = s.read().select(["id", "name", "age", "ts", "city"]).slice(0, 1)
@@ -303,20 +314,3 @@ def test_simple_index_refused_on_log_only_groups_and_v6(tmp_path: Path) -> None:
     t6 = evt.HudiTable.create(v6, "b", "id", ordering_field="ts", buckets=2)
     t6.write(_rows([1], 1))
     _refused(v6, lambda: t6.write(_rows([1], 2), options=SIMPLE), "versions 8 and 9")
-
-
-def test_table_services_still_refuse_version_9(tmp_path: Path) -> None:
-    """Compaction, clean and rollback on versions 8/9 come in phase 2 (docs/hudi-1x.md §8): they refuse, untouched."""
-    from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
-
-    path = tmp_path / "t"
-    t = evt.HudiTable.create(path, "s", "id", ordering_field="ts", event_time_field="ev", buckets=1, table_version=9)
-    t.write(_rows([1, 2], 1))
-    t.write(_rows([1, 2], 2))
-    strategy = EventTimeBasedCompactionStrategy(threshold=1_800_000_000_000)
-    only_v6 = "written for table version 6 only"
-    _refused(path, lambda: t.compaction.schedule(strategy, now_ms=1_900_000_000_000), only_v6)
-    _refused(path, lambda: t.compaction.run("20990101000000000"), only_v6)
-    _refused(path, lambda: t.compaction.unschedule("20990101000000000", dry_run=False), only_v6)
-    _refused(path, lambda: t.clean("KEEP_LATEST_COMMITS", retained=1, dry_run=False), only_v6)
-    _refused(path, lambda: t.rollback("20990101000000000"), only_v6)

@@ -33,6 +33,9 @@ writer disabled (``column_stats`` also loses its index definition); secondary an
 partition folders — a reader never finds a listed partition without its folder. A stock writer with an index
 enabled rebuilds it from the ``files`` partition later.
 
+It lives in the write layer because the writer (``write/``), the compaction executor (``compaction/``) and the
+table services (``services/``) all call it before their own instant completes, and a layer only looks down.
+
 Tables of version 6 with a metadata table are not maintained (their metadata table has another layout); they stay
 refused, and ``t.metadata_table.disable()`` remains the way out.
 
@@ -74,6 +77,7 @@ from evt_toolkit.format.metadata import read_avro_container
 from evt_toolkit.format.names import DEFAULT_WRITE_TOKEN, BaseFileName, InstantFileName, LogFileName
 from evt_toolkit.format.properties import HOODIE_PROPERTIES, HOODIE_PROPERTIES_BACKUP, dump_properties
 from evt_toolkit.format.records import RollbackPlan
+from evt_toolkit.storage.fs import TableStorage
 from evt_toolkit.table.config import load_table_config
 from evt_toolkit.table.metadata_table import (
     MetadataTable,
@@ -88,6 +92,7 @@ __all__ = [
     "DropReport",
     "MetadataCommit",
     "MetadataRollback",
+    "added_files",
     "drop_unmaintained_partitions",
     "finish_pending_rollbacks",
     "rollback_metadata_instant",
@@ -405,6 +410,17 @@ def _records(
     for partition in sorted(set(added) | set(deleted)):
         records.append(partition_files_record(partition, added.get(partition, {}), deleted.get(partition, ())))
     return records
+
+
+def added_files(storage: TableStorage, paths: Iterable[str]) -> dict[str, dict[str, int]]:
+    """``partition -> file name -> size`` of data files (paths relative to the base path), sizes from storage.
+
+    The ``added`` argument of :func:`sync_files_partition`; a symlink counts with its target's size.
+    """
+    out: dict[str, dict[str, int]] = {}
+    for rel in sorted(set(paths)):
+        out.setdefault(posixpath.dirname(rel), {})[posixpath.basename(rel)] = storage.size(rel)
+    return out
 
 
 def sync_files_partition(
