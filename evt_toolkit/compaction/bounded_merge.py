@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from evt_toolkit.errors import ReadError, TableConfigError, UnsupportedFeatureError
@@ -48,7 +49,7 @@ from evt_toolkit.format.log_content import (
 )
 from evt_toolkit.format.logfile import BlockType, read_block_content
 from evt_toolkit.read.conform import conform
-from evt_toolkit.read.merge import COMMIT_TIME, KEY, build_candidates, latest_per_key, merge_with_base
+from evt_toolkit.read.merge import COMMIT_TIME, IS_DELETED, KEY, build_candidates, latest_per_key, merge_with_base
 from evt_toolkit.read.slice_reader import (
     DELETE_SCHEMA,
     QueuedBlock,
@@ -445,13 +446,27 @@ class BoundedSliceMerge:
         parts: list[pa.Table] = []
         if data_parts:
             data = pa.concat_tables(data_parts)
-            dseq = pa.array(np.concatenate(data_seq))
-            cands = build_candidates(
-                data, dseq, DELETE_SCHEMA.empty_table(), pa.array([], pa.int64()), ctx.ordering_field, ctx.merge_mode
-            ).table
+            n = data.num_rows
+            if IS_DELETED in data.column_names:
+                soft = pc.fill_null(data[IS_DELETED].cast(pa.bool_()), False)
+            else:
+                soft = pa.chunked_array([np.zeros(n, dtype=bool)])
+            ord_type = self._schema.field(_ORD).type
+            of = ctx.ordering_field
+            if ord_type != pa.null() and of and of in data.column_names:
+                ordering = data[of].cast(ord_type)
+            else:
+                ordering = pa.nulls(n, ord_type)
             parts.append(
                 pa.Table.from_arrays(
-                    [*data.columns, dseq, cands["is_delete"], cands["ct_delete"], cands["ord"], cands["src"]],
+                    [
+                        *data.columns,
+                        pa.array(np.concatenate(data_seq)),
+                        soft,
+                        pa.array(np.zeros(n, dtype=bool)),
+                        ordering,
+                        pa.array(np.zeros(n, dtype=np.int8)),
+                    ],
                     schema=self._schema,
                 )
             )

@@ -363,7 +363,7 @@ class _BaseFileWriter:
         self.rows = 0
         self.lo: str | None = None
         self.hi: str | None = None
-        self._names = pa.array([name] * ROW_GROUP_ROWS, pa.string()) if self.file_idx >= 0 else None
+        self._names: pa.Array | None = None
 
     def write(self, source: pa.Table, idx: npt.NDArray[np.int64]) -> None:
         """Write rows ``idx`` of ``source`` sorted by key (stable: duplicate keys keep their order)."""
@@ -378,10 +378,20 @@ class _BaseFileWriter:
         del keys, order
         for start in range(0, len(ordered), ROW_GROUP_ROWS):
             chunk = source.take(pa.array(ordered[start : start + ROW_GROUP_ROWS]))
-            if self._names is not None:
-                chunk = chunk.set_column(self.file_idx, self.schema.field(self.file_idx), self._names[: chunk.num_rows])
+            if self.file_idx >= 0:
+                chunk = chunk.set_column(
+                    self.file_idx, self.schema.field(self.file_idx), self._name_column(chunk.num_rows)
+                )
             self.writer.write_table(chunk.cast(self.schema), row_group_size=ROW_GROUP_ROWS)
             self.rows += chunk.num_rows
+
+    def _name_column(self, n: int) -> pa.Array:
+        """``n`` times the file's name, built from buffers (a Python list of ``n`` strings costs ~100x more)."""
+        if self._names is None or len(self._names) < n:
+            raw = self.name.encode()
+            offsets = np.arange(n + 1, dtype=np.int32) * len(raw)
+            self._names = pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(raw * n))
+        return self._names.slice(0, n)
 
     def close(self) -> int:
         """Finish the file; returns its size."""
