@@ -34,6 +34,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -148,7 +149,7 @@ class MemoryBudget:
     @property
     def batch_bytes(self) -> int:
         """Log content decoded at once: a batch decodes to ~2-3x its bytes, next to the key state."""
-        return int(min(max(self.total // 8, 1 << 20), 4 * DECODE_CHUNK_BYTES))
+        return int(min(max(self.total // 8, 1 << 20), 2 * DECODE_CHUNK_BYTES))
 
     @property
     def state_bytes(self) -> int:
@@ -167,6 +168,55 @@ class LogTotals:
     spilled_bytes: int = 0
 
 
+class _Allocators:
+    """Keep freed memory from piling up in the allocators while a task runs.
+
+    A task's batches are allocated and freed by three allocators: Arrow's pool, glibc's malloc (Python's ``bytes``
+    of block contents and containers) and polars' jemalloc. Each keeps freed pages for reuse, so the resident set
+    grows to the sum of their peaks, several times the live data. While a task runs, Arrow allocates from the
+    system allocator (Arrow's default pools keep freed segments) and glibc keeps large blocks in their own mappings
+    (``M_MMAP_THRESHOLD``, which glibc otherwise raises after the first large free); after each batch, glibc gives
+    freed heap pages back (``malloc_trim``). Polars' jemalloc is configured by the worker's environment
+    (``_RJEM_MALLOC_CONF=dirty_decay_ms:0,muzzy_decay_ms:0``, see bench/README.md).
+    """
+
+    _libc: Any = None
+    _mmap_set = False
+
+    def __init__(self) -> None:
+        self.previous: pa.MemoryPool | None = None
+
+    def __enter__(self) -> _Allocators:
+        cls = type(self)
+        if cls._libc is None:
+            try:
+                import ctypes
+                import ctypes.util
+
+                cls._libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+                cls._libc.malloc_trim  # noqa: B018 - glibc only
+            except (OSError, AttributeError):
+                cls._libc = False
+        if cls._libc and not cls._mmap_set:
+            cls._libc.mallopt(_M_MMAP_THRESHOLD, 1 << 20)
+            cls._mmap_set = True
+        self.previous = pa.default_memory_pool()
+        pa.set_memory_pool(pa.system_memory_pool())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.previous is not None:
+            pa.set_memory_pool(self.previous)
+        self.trim()
+
+    def trim(self) -> None:
+        if type(self)._libc:
+            type(self)._libc.malloc_trim(0)
+
+
+_M_MMAP_THRESHOLD = -3
+
+
 def _state_schema(ctx: SliceReadContext, ord_type: pa.DataType) -> pa.Schema:
     return pa.schema(
         [f.with_nullable(True) for f in ctx.schema]
@@ -180,11 +230,12 @@ def _state_schema(ctx: SliceReadContext, ord_type: pa.DataType) -> pa.Schema:
     )
 
 
-def _reduce(state: pa.Table, mode: str) -> pa.Table:
+def _reduce(state: pa.Table, mode: str, *, final: bool = False) -> pa.Table:
     if state.num_rows == 0:
         return state
     keep = latest_per_key(state[KEY], state[_SEQ], state[_CT], state[_ORD], mode)
-    if len(keep) == state.num_rows:
+    if len(keep) == state.num_rows or (not final and len(keep) > 0.85 * state.num_rows):
+        # Hardly any duplicates: copying the batch to drop them costs more memory than keeping them until later.
         return state
     return state.take(pa.array(keep))
 
@@ -285,17 +336,26 @@ class BoundedSliceMerge:
     _base_bytes: int = 0
     _log_bytes: int = 0
     _next_delete: int = 0
+    _alloc: _Allocators | None = None
 
     def __enter__(self) -> BoundedSliceMerge:
+        self._alloc = _Allocators().__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:
-        """Remove spilled files."""
+        """Remove spilled files (and restore the allocator settings)."""
         if self._spill is not None:
             self._spill.close()
+        if self._alloc is not None:
+            self._alloc.__exit__()
+            self._alloc = None
+
+    def _trim(self) -> None:
+        if self._alloc is not None:
+            self._alloc.trim()
 
     @property
     def spilled(self) -> bool:
@@ -474,6 +534,7 @@ class BoundedSliceMerge:
         self.totals.batches += 1
         if parts:
             self._add(_reduce(pa.concat_tables(parts), ctx.merge_mode), read_bytes)
+        self._trim()
         return seq
 
     def _add(self, reduced: pa.Table, read_bytes: int) -> None:
@@ -531,18 +592,20 @@ class BoundedSliceMerge:
         """The merge, one hash partition at a time (one part when nothing spilled)."""
         ctx = self.ctx
         if self._spill is None:
-            self._reduce_state()
-            state = self._state[0] if self._state else self._empty_state()
-            self._state, self._state_bytes = [], 0
+            pending, self._state, self._state_bytes = self._state, [], 0
+            state = _reduce(pa.concat_tables(pending), ctx.merge_mode, final=True) if pending else self._empty_state()
+            del pending
             base = (
                 _read_base(ctx, self.base_file) if self.base_file is not None else _nullable(ctx.schema).empty_table()
             )
             yield _merge_part(ctx, base, state)
             return
         for p in range(self._spill.partitions):
-            state = _reduce(self._spill.read("log", p), ctx.merge_mode)
+            state = _reduce(self._spill.read("log", p), ctx.merge_mode, final=True)
             base = self._spill.read("base", p)
             yield _merge_part(ctx, base, state)
+            del state, base
+            self._trim()
 
     def _empty_state(self) -> pa.Table:
         assert self._schema is not None
@@ -564,8 +627,9 @@ def _merge_part(ctx: SliceReadContext, base: pa.Table, state: pa.Table) -> Slice
     names = ctx.schema.names
     src = np.asarray(state[_SRC].to_numpy(zero_copy_only=False), dtype=np.int8)
     is_data = src == 0
-    data = state.filter(pa.array(is_data)).select(names)
-    dels = state.filter(pa.array(~is_data))
+    # ``data`` is the state itself (no copy): delete rows stay in it but no index points at them.
+    data = state.select(names)
+    dels = state.filter(pa.array(~is_data)) if not is_data.all() else state.slice(0, 0)
     deletes = pa.table(
         {
             "_hoodie_record_key": dels[KEY].cast(pa.string()),
@@ -576,7 +640,7 @@ def _merge_part(ctx: SliceReadContext, base: pa.Table, state: pa.Table) -> Slice
             "ordering_wrapper": pa.nulls(dels.num_rows, pa.string()),
         }
     )
-    idx = np.where(is_data, np.cumsum(is_data) - 1, np.cumsum(~is_data) - 1).astype(np.int64)
+    idx = np.where(is_data, np.arange(len(src), dtype=np.int64), np.cumsum(~is_data) - 1).astype(np.int64)
     winners = pa.table(
         {
             "key": state[KEY].cast(pa.string()),
