@@ -42,6 +42,7 @@ from evt_toolkit.demo.build import build_synthetic_table
 from evt_toolkit.format.log_content import read_block_records
 from evt_toolkit.format.logfile import BlockType, scan_log_blocks
 from evt_toolkit.format.metadata import decode_commit_metadata
+from evt_toolkit.format.records import CommitMetadata
 
 Method = Callable[[HudiTable, list[Any], bool], tuple[dict[str, int | None], int]]
 
@@ -186,14 +187,12 @@ def by_write_stats(t: HudiTable, logs: list[Any], counting: bool = False) -> tup
     for inst in t.timeline.completed_commits():
         raw = t.timeline.read_bytes(inst)  # uncached: the timeline caches decoded metadata
         read += len(raw)
-        meta = decode_commit_metadata(raw, inst.time)
-        for stats in (meta.get("partitionToWriteStats") or {}).values():
-            for st in stats or []:
-                name = (st.get("path") or "").rsplit("/", 1)[-1]
-                v = st.get("minEventTime")
-                if name in wanted and v is not None:
-                    cur = out[name]
-                    out[name] = int(v) if cur is None else min(cur, int(v))
+        meta = CommitMetadata.from_record(decode_commit_metadata(raw, inst.time))
+        for st in meta.write_stats:
+            v = st.min_event_time
+            if st.file_name in wanted and v is not None:
+                cur = out[st.file_name]
+                out[st.file_name] = v if cur is None else min(cur, v)
     return out, read
 
 

@@ -315,9 +315,7 @@ def run(size: str = "small", latency_ms: float = 20.0, repeats: int | None = Non
                 sc = schedule_compaction(tt, strategy, link_mode="copy", link_timing="schedule")
             assert sc is not None
             plan = tt.refresh().timeline.compaction_plan(next(x for x in tt.timeline.instants if x.time == sc.instant))
-            from evt_toolkit.format.links import links_from_plan
-
-            links = links_from_plan(plan)
+            links = plan.links
             linked = sum(tt.storage.size(lk.target_path) for lk in links)
             return {"dst": dst, "instant": sc.instant, "links": len(links), "linked_bytes": linked,
                     "client": c.counts().as_dict()}  # fmt: skip
@@ -338,7 +336,6 @@ def run(size: str = "small", latency_ms: float = 20.0, repeats: int | None = Non
         out["run"] = _measure(proxy, reps, lambda i: next(it), run_it)
         out["run"].pop("results")
         # The link copies alone (bytes through the client while copying): create_links on a fresh schedule's plan.
-        from evt_toolkit.format.links import links_from_plan
         from evt_toolkit.storage.links import create_links
 
         dst = fresh(99)
@@ -346,7 +343,7 @@ def run(size: str = "small", latency_ms: float = 20.0, repeats: int | None = Non
         sc = schedule_compaction(tt, strategy, link_mode="copy", link_timing="execute")
         assert sc is not None
         plan = tt.refresh().timeline.compaction_plan(next(x for x in tt.timeline.instants if x.time == sc.instant))
-        links = links_from_plan(plan)
+        links = plan.links
         linked = sum(tt.storage.size(lk.target_path) for lk in links)
         with count_requests() as c:
             create_links(tt.storage, links)

@@ -43,6 +43,7 @@ from evt_toolkit.compaction.merge_task import MergeResult, MergeTask
 from evt_toolkit.compaction.schedule import schedule_compaction
 from evt_toolkit.format.logfile import BlockType, scan_log_blocks
 from evt_toolkit.format.names import BaseFileName
+from evt_toolkit.format.records import CompactionOperation
 from evt_toolkit.storage.fs import TableStorage
 
 BASE = 1_700_000_000_000
@@ -96,11 +97,11 @@ def _floor_ops(t: evt.HudiTable, instant: str) -> list[_FloorOp]:
     """The plan's operations with every compacted data block's position and writer schema (from a header scan)."""
     plan = t.timeline.compaction_plan(next(i for i in t.timeline.instants if i.time == instant))
     out = []
-    for op in plan["operations"]:
-        p = op.get("partitionPath") or ""
+    for op in plan.operations:
+        p = op.partition_path
         logs = []
         records = 0
-        for name in op["deltaFilePaths"]:
+        for name in op.delta_files:
             rel = f"{p}/{name}" if p else name
             blocks = []
             with t.storage.open_input(rel) as f:
@@ -110,8 +111,8 @@ def _floor_ops(t: evt.HudiTable, instant: str) -> list[_FloorOp]:
                         records += int.from_bytes(f.read(4), "big")
                         blocks.append((b.content_offset, b.content_length, b.schema_json))
             logs.append((rel, tuple(blocks)))
-        base = op.get("dataFilePath")
-        out.append(_FloorOp(op["fileId"], (f"{p}/{base}" if p else base) if base else None, tuple(logs), records))
+        base = op.data_file
+        out.append(_FloorOp(op.file_id, (f"{p}/{base}" if p else base) if base else None, tuple(logs), records))
     return out
 
 
@@ -192,11 +193,11 @@ def _rows_written(t: evt.HudiTable, base_files: tuple[str, ...]) -> dict[str, in
     return out
 
 
-def _slice_input_bytes(storage: TableStorage, op: Any) -> int:
-    p = op.get("partitionPath") or ""
-    names = list(op.get("deltaFilePaths") or [])
-    if op.get("dataFilePath"):
-        names.append(op["dataFilePath"])
+def _slice_input_bytes(storage: TableStorage, op: CompactionOperation) -> int:
+    p = op.partition_path
+    names = list(op.delta_files)
+    if op.data_file:
+        names.append(op.data_file)
     return sum(storage.size(f"{p}/{n}" if p else n) for n in names)
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -111,11 +110,11 @@ def child(path: str, instant: str, budget: int | None, limit_as: int | None) -> 
             super().__init__(root, partitions, *args)
             spills.append(partitions)
 
-    bounded_merge._Spill = Recording  # type: ignore[misc]
+    bounded_merge._Spill = Recording  # type: ignore[misc, assignment]
     t = evt.HudiTable.open(path)
     inst = next(i for i in t.timeline.instants if i.time == instant)
     plan = t.timeline.compaction_plan(inst)
-    op = plan["operations"][0]
+    op = plan.operations[0]
     cfg = t.config
     task = MergeTask(
         t.storage.uri,
@@ -159,7 +158,7 @@ def run(
             meta_file.write_text(json.dumps(meta))
         entry: dict[str, Any] = {"size_mib": mib, **meta, "runs": []}
         for budget in budgets:
-            runs = []
+            runs: list[dict[str, Any]] = []
             for _ in range(repeat):
                 cmd = [sys.executable, "-m", "bench.task_memory", "--child", str(path), meta["instant"]]
                 cmd += ["--budget", str(budget) if budget is not None else "default"]

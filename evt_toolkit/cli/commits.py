@@ -10,13 +10,14 @@ or per partition with ``--partitions``.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from evt_toolkit.cli.options import add_json, add_limit, add_table, command, limited, open_table
 from evt_toolkit.cli.output import Output, count, size, when
 from evt_toolkit.errors import TimelineError
+from evt_toolkit.format.records import CommitMetadata
 
 if TYPE_CHECKING:
     from evt_toolkit import HudiTable
@@ -85,30 +86,27 @@ def _opt_int(value: Any) -> int | None:
         return None
 
 
-def write_stats(meta: Mapping[str, Any]) -> list[WriteStatRow]:
-    """The write stats of decoded commit metadata (Hudi's ``HoodieCommitMetadata`` field names are read here only)."""
-    rows: list[WriteStatRow] = []
-    for partition, stats in sorted((meta.get("partitionToWriteStats") or {}).items()):
-        for st in stats or []:
-            rows.append(
-                WriteStatRow(
-                    partition=str(st.get("partitionPath") or partition or ""),
-                    file_id=str(st.get("fileId") or ""),
-                    path=str(st.get("path") or ""),
-                    prev_commit=None if st.get("prevCommit") is None else str(st.get("prevCommit")),
-                    writes=_int(st.get("numWrites")),
-                    inserts=_int(st.get("numInserts")),
-                    updates=_int(st.get("numUpdateWrites")),
-                    deletes=_int(st.get("numDeletes")),
-                    bytes_written=_int(st.get("totalWriteBytes")),
-                    file_size=_int(st.get("fileSizeInBytes")),
-                    errors=_int(st.get("totalWriteErrors")),
-                    log_blocks=_int(st.get("totalLogBlocks")),
-                    min_event_time=_opt_int(st.get("minEventTime")),
-                    max_event_time=_opt_int(st.get("maxEventTime")),
-                )
-            )
-    return rows
+def write_stats(meta: CommitMetadata) -> list[WriteStatRow]:
+    """The write stats of a commit, partition by partition."""
+    return [
+        WriteStatRow(
+            partition=st.partition_path,
+            file_id=st.file_id,
+            path=st.path,
+            prev_commit=st.prev_commit,
+            writes=st.num_writes,
+            inserts=st.num_inserts,
+            updates=st.num_update_writes,
+            deletes=st.num_deletes,
+            bytes_written=st.total_write_bytes,
+            file_size=st.file_size,
+            errors=st.total_write_errors,
+            log_blocks=st.total_log_blocks,
+            min_event_time=st.min_event_time,
+            max_event_time=st.max_event_time,
+        )
+        for st in sorted(meta.write_stats, key=lambda st: st.partition_path)
+    ]
 
 
 def _min(values: Iterable[int | None]) -> int | None:
@@ -130,7 +128,7 @@ def commit_summary(t: HudiTable, instant: Any) -> CommitSummary:
         action=instant.action,
         state=instant.state.value,
         completion_time=instant.completion_time,
-        operation=str(meta.get("operationType") or "UNKNOWN"),
+        operation=meta.operation_type,
         partitions=len({s.partition for s in stats}),
         files_added=sum(1 for s in stats if s.added),
         files_updated=sum(1 for s in stats if not s.added),

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import re
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from evt_toolkit.cli.options import (
@@ -45,6 +44,7 @@ from evt_toolkit.compaction.strategy import (
     EventTimeBasedCompactionStrategy,
 )
 from evt_toolkit.errors import UnsupportedTableError
+from evt_toolkit.format.records import CompactionPlan
 
 if TYPE_CHECKING:
     from evt_toolkit import HudiTable
@@ -467,16 +467,16 @@ def cmd_repair(args: argparse.Namespace, out: Output) -> int:
 # -- compactions: history and pending plans --------------------------------------------------------------------------
 
 
-def _plan_figures(plan: Mapping[str, Any]) -> dict[str, Any]:
-    """Operations, logs, links and event-time settings of a decoded ``HoodieCompactionPlan``."""
-    extra = dict(plan.get("extraMetadata") or {})
-    ops = list(plan.get("operations") or [])
+def _plan_figures(plan: CompactionPlan) -> dict[str, Any]:
+    """Operations, logs, links and event-time settings of a ``HoodieCompactionPlan``."""
+    extra = plan.extra
+    ops = plan.operations
     t = extra.get(EXTRA_THRESHOLD_MS)
     strategy = extra.get(EXTRA_STRATEGY)
     return {
         "operations": len(ops),
-        "log_files_compacted": sum(len(op.get("deltaFilePaths") or []) for op in ops),
-        "links": sum(len(op.get("symlinkOperations") or []) for op in ops),
+        "log_files_compacted": sum(len(op.delta_files) for op in ops),
+        "links": sum(len(op.links) for op in ops),
         "threshold_ms": int(t) if t not in (None, "") else None,
         "strategy": strategy.rsplit(".", 1)[-1] if strategy else None,
         "link_mode": extra.get(EXTRA_LINK_MODE),

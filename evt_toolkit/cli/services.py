@@ -11,7 +11,6 @@ its action and state. Cleans and rollbacks write Hudi's own instants (``clean.re
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping
 from typing import Any
 
 from evt_toolkit.cli.options import (
@@ -26,6 +25,7 @@ from evt_toolkit.cli.options import (
 )
 from evt_toolkit.cli.output import Output, count, duration
 from evt_toolkit.errors import RollbackError, TimelineError
+from evt_toolkit.format.records import CleanMetadata
 
 __all__ = ["register"]
 
@@ -68,20 +68,19 @@ def cmd_clean_run(args: argparse.Namespace, out: Output) -> int:
     return 0
 
 
-def _clean_row(inst: Any, meta: Mapping[str, Any]) -> dict[str, Any]:
-    """One completed clean from its ``HoodieCleanMetadata`` (Hudi's field names are read here only)."""
-    parts = dict(meta.get("partitionMetadata") or {})
-    policies = sorted({str(p.get("policy")) for p in parts.values() if p.get("policy")})
-    failed = sum(len(p.get("failedDeleteFiles") or []) for p in parts.values())
+def _clean_row(inst: Any, meta: CleanMetadata) -> dict[str, Any]:
+    """One completed clean from its ``HoodieCleanMetadata``."""
+    parts = meta.partitions
+    policies = sorted({p.policy for p in parts.values() if p.policy})
     return {
         "instant": inst.time,
         "state": inst.state.value,
         "policy": ", ".join(policies) or None,
-        "earliest_commit_retained": meta.get("earliestCommitToRetain") or None,
+        "earliest_commit_retained": meta.earliest_commit_to_retain or None,
         "partitions": len(parts),
-        "files_deleted": int(meta.get("totalFilesDeleted") or 0),
-        "failed_deletes": failed,
-        "time_taken_ms": int(meta.get("timeTakenInMillis") or 0),
+        "files_deleted": meta.total_files_deleted,
+        "failed_deletes": sum(len(p.failed) for p in parts.values()),
+        "time_taken_ms": meta.time_taken_ms,
     }
 
 

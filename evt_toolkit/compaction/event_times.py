@@ -95,11 +95,10 @@ def max_ingested_event_time(table: Table) -> int | None:
             meta = table.timeline.commit_metadata(inst)
         except EvtError:
             continue
-        for stats in (meta.get("partitionToWriteStats") or {}).values():
-            for st in stats or []:
-                value = st.get("maxEventTime")
-                if value is not None and (best is None or int(value) > best):
-                    best = int(value)
+        for st in meta.write_stats:
+            value = st.max_event_time
+            if value is not None and (best is None or value > best):
+                best = value
     return best
 
 

@@ -38,9 +38,9 @@ import contextlib
 import json
 import posixpath
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from evt_toolkit.compaction.bounded_merge import SPILL_PATH_KEY, configured_memory_budget
 from evt_toolkit.compaction.merge_task import (
@@ -55,10 +55,11 @@ from evt_toolkit.compaction.schedule import EXTRA_EXACT_SPLIT, EXTRA_REMAINING_P
 from evt_toolkit.errors import CompactionExecutionError, EvtError, PlanValidationError, TimelineError
 from evt_toolkit.faults import fault_point
 from evt_toolkit.format.extra_metadata import COMPACTION_LINKS
-from evt_toolkit.format.links import Link, encode_commit_links, links_from_plan
-from evt_toolkit.format.metadata import encode_commit_metadata_json, write_stat
+from evt_toolkit.format.links import Link, encode_commit_links
+from evt_toolkit.format.metadata import encode_commit_metadata_json
 from evt_toolkit.format.names import COMPLETED, INFLIGHT, InstantFileName, LogFileName
 from evt_toolkit.format.ownership import BASE, CARRY_OVER, LINK, RUN, SCHEDULE, OwnedFile
+from evt_toolkit.format.records import CommitMetadata, CompactionPlan, WriteStat
 from evt_toolkit.read.merge import EVENT_TIME
 from evt_toolkit.read.plan import ReadSpec
 from evt_toolkit.storage.links import check_link, create_link
@@ -138,7 +139,7 @@ def _find_instant(table: Table, instant: str) -> Instant:
     raise TimelineError(f"{table.storage.uri}: no compaction plan at instant {instant}")
 
 
-def load_pending_plan(table: Table, instant: str) -> tuple[Instant, dict[str, Any]]:
+def load_pending_plan(table: Table, instant: str) -> tuple[Instant, CompactionPlan]:
     """The pending compaction instant and its decoded plan.
 
     Raises:
@@ -173,7 +174,7 @@ def old_slice_logs(table: Table, partition: str, file_id: str, base_instant: str
     return [p.name for p in found]
 
 
-def validate_plan_files(table: Table, plan: Mapping[str, Any]) -> list[str]:
+def validate_plan_files(table: Table, plan: CompactionPlan) -> list[str]:
     """Problems of a plan against storage (empty when it can run): missing files, broken prefix rule.
 
     Checks, per operation: the base file and every compacted log exist; the compacted logs followed by the link
@@ -182,18 +183,18 @@ def validate_plan_files(table: Table, plan: Mapping[str, Any]) -> list[str]:
     """
     storage = table.storage
     problems: list[str] = []
-    for op in plan.get("operations") or []:
-        partition = str(op.get("partitionPath") or "")
-        fid = str(op.get("fileId") or "")
-        data_file = op.get("dataFilePath")
-        if data_file and not storage.exists(_rel(partition, str(data_file))):
-            problems.append(f"base file {storage.full_path(_rel(partition, str(data_file)))} is missing")
-        deltas = [str(d) for d in op.get("deltaFilePaths") or []]
+    for op in plan.operations:
+        partition = op.partition_path
+        fid = op.file_id
+        data_file = op.data_file
+        if data_file and not storage.exists(_rel(partition, data_file)):
+            problems.append(f"base file {storage.full_path(_rel(partition, data_file))} is missing")
+        deltas = list(op.delta_files)
         for d in deltas:
             if not storage.exists(_rel(partition, d)):
                 problems.append(f"log file {storage.full_path(_rel(partition, d))} is missing")
-        targets = [str(x["target"]) for x in op.get("symlinkOperations") or []]
-        actual = old_slice_logs(table, partition, fid, str(op.get("baseInstantTime") or ""))
+        targets = [x.target for x in op.links]
+        actual = old_slice_logs(table, partition, fid, op.base_instant)
         planned = deltas + targets
         if planned != actual[: len(planned)] or (targets and planned != actual):
             problems.append(
@@ -208,9 +209,10 @@ def validate_plan_files(table: Table, plan: Mapping[str, Any]) -> list[str]:
     return problems
 
 
-def _write_stat(r: MergeResult) -> dict[str, Any]:
+def _write_stat(r: MergeResult) -> WriteStat:
     """A plain ``HoodieWriteStat`` in Jackson's field order (compaction writes no delta stats)."""
-    return write_stat(
+    return WriteStat.of(
+        r.partition_path,
         fileId=r.file_id,
         path=r.path,
         prevCommit=r.prev_commit,
@@ -219,7 +221,6 @@ def _write_stat(r: MergeResult) -> dict[str, Any]:
         numUpdateWrites=r.num_update_writes,
         numInserts=r.num_inserts,
         totalWriteBytes=r.total_write_bytes,
-        partitionPath=r.partition_path,
         totalLogRecords=r.total_log_records,
         totalLogFilesCompacted=r.total_log_files_compacted,
         totalLogSizeCompacted=r.total_log_size_compacted,
@@ -336,13 +337,13 @@ def run_compaction(
     table.refresh()
     require_writable(table, f"run compaction {instant}")
     _, plan = load_pending_plan(table, instant)
-    extra = dict(plan.get("extraMetadata") or {})
+    extra = dict(plan.extra)
     split = exact_split or extra.get(EXTRA_EXACT_SPLIT) == "true"
     problems = validate_plan_files(table, plan)
     if problems:
         raise PlanValidationError(f"compaction {instant} cannot run: " + "; ".join(problems))
     storage = table.storage
-    ops = list(plan.get("operations") or [])
+    ops = plan.operations
     threshold_text = extra.get(EXTRA_THRESHOLD_MS)
     threshold = int(threshold_text) if threshold_text else None
     if split and threshold is None:
@@ -354,7 +355,7 @@ def run_compaction(
         storage.write_bytes_atomic(inflight, b"")
     fault_point("run.after_inflight")
 
-    links = links_from_plan(plan, instant)
+    links = list(plan.links)
     created = ensure_plan_links(table, instant, links, link_timing)
     if link_timing == "execute" and links:
         fault_point("run.after_links")
@@ -399,9 +400,6 @@ def run_compaction(
     for path in _stale_outputs(table, instant, results):
         storage.delete_file(path)
 
-    stats: dict[str, list[dict[str, Any]]] = {}
-    for r in results:
-        stats.setdefault(r.partition_path, []).append(_write_stat(r))
     commit_extra: dict[str, str] = {}
     if "schema" in extra:
         commit_extra["schema"] = extra["schema"]
@@ -426,17 +424,14 @@ def run_compaction(
     for k, v in extra.items():
         if k.startswith(EXTRA_REMAINING_PREFIX):
             commit_extra[k] = v
-    meta = {
-        "partitionToWriteStats": stats,
-        "compacted": True,
-        "extraMetadata": commit_extra,
-        "operationType": "COMPACT",
-    }
+    meta = CommitMetadata.of(
+        (_write_stat(r) for r in results), compacted=True, extra=commit_extra, operation_type="COMPACT"
+    )
     if progress is not None:
         progress(ProgressEvent("commit", 0, 1, f"writing {instant}.commit"))
     completed = posixpath.join(table.config.timeline_path, InstantFileName(instant, COMMIT, COMPLETED).name)
     fault_point("run.before_commit")
-    storage.write_bytes_atomic(completed, encode_commit_metadata_json(meta))
+    storage.write_bytes_atomic(completed, encode_commit_metadata_json(meta.to_record()))
     # The records of a completed instant are no longer read; a folder left behind by a failure here is harmless.
     with contextlib.suppress(EvtError):
         drop_ownership(storage, instant)

@@ -52,6 +52,7 @@ from evt_toolkit.compaction.strategy import iso_ms
 from evt_toolkit.errors import EvtError, StorageError
 from evt_toolkit.format.eventtime import EpochUnit, to_epoch_ms
 from evt_toolkit.format.names import InstantFileName
+from evt_toolkit.format.records import CommitMetadata, CompactionPlan
 from evt_toolkit.read.merge import IS_DELETED, KEY
 from evt_toolkit.read.plan import ReadSpec
 from evt_toolkit.read.slice_reader import decode_blocks, read_base_file, select_log_blocks
@@ -176,24 +177,23 @@ def completed_compactions(table: Table) -> list[CompactionRecord]:
     for inst in timeline.completed():
         if not _is_compaction(timeline, inst):
             continue
+        plan: CompactionPlan | None
         try:
             plan = timeline.compaction_plan(inst)
         except EvtError:
-            plan = {}
+            plan = None
+        meta: CommitMetadata | None
         try:
             meta = timeline.commit_metadata(inst)
         except EvtError:
-            meta = {}
+            meta = None
         extra: dict[str, str] = {}
-        extra.update({str(k): str(v) for k, v in (plan.get("extraMetadata") or {}).items() if v is not None})
-        extra.update({str(k): str(v) for k, v in (meta.get("extraMetadata") or {}).items() if v is not None})
-        ops = plan.get("operations") or []
-        records = 0
-        size = 0
-        for stats in (meta.get("partitionToWriteStats") or {}).values():
-            for st in stats or []:
-                records += _int(st.get("numWrites")) or 0
-                size += _int(st.get("fileSizeInBytes")) or _int(st.get("totalWriteBytes")) or 0
+        extra.update(plan.extra if plan is not None else {})
+        extra.update(meta.extra if meta is not None else {})
+        ops = plan.operations if plan is not None else ()
+        stats = meta.write_stats if meta is not None else ()
+        records = sum(st.num_writes for st in stats)
+        size = sum(st.file_size or st.total_write_bytes for st in stats)
         out.append(
             CompactionRecord(
                 instant=inst.time,
@@ -203,8 +203,8 @@ def completed_compactions(table: Table) -> list[CompactionRecord]:
                 link_mode=extra.get(EXTRA_LINK_MODE),
                 link_timing=extra.get(EXTRA_LINK_TIMING),
                 operations=len(ops),
-                log_files_compacted=sum(len(op.get("deltaFilePaths") or []) for op in ops),
-                links=sum(len(op.get("symlinkOperations") or []) for op in ops),
+                log_files_compacted=sum(len(op.delta_files) for op in ops),
+                links=sum(len(op.links) for op in ops),
                 records_written=records,
                 bytes_written=size,
                 extra_metadata=extra,

@@ -32,7 +32,7 @@ import os
 import posixpath
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -50,6 +50,7 @@ from evt_toolkit.format.log_writer import avro_schema_json, encode_avro_data_blo
 from evt_toolkit.format.logfile import BlockType, scan_log_blocks
 from evt_toolkit.format.names import BaseFileName, LogFileName
 from evt_toolkit.format.ownership import BASE, CARRY_OVER, RUN, OwnedFile
+from evt_toolkit.format.records import CompactionOperation
 from evt_toolkit.read.merge import EVENT_TIME, KEY, build_candidates
 from evt_toolkit.read.plan import ReadSpec
 from evt_toolkit.read.slice_reader import SliceMerge, SliceReadContext, decode_blocks, select_log_blocks
@@ -101,7 +102,7 @@ class MergeTask:
     table_uri: str
     instant: str
     index: int
-    operation: Mapping[str, Any]
+    operation: CompactionOperation
     spec: ReadSpec
     event_time_field: str | None = None
     event_time_unit: str = "ms"
@@ -114,12 +115,12 @@ class MergeTask:
     @property
     def partition_path(self) -> str:
         """The operation's partition."""
-        return str(self.operation.get("partitionPath") or "")
+        return self.operation.partition_path
 
     @property
     def file_id(self) -> str:
         """The operation's file group."""
-        return str(self.operation["fileId"])
+        return self.operation.file_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -498,8 +499,8 @@ def run_merge_task(task: MergeTask) -> MergeResult:
         [OwnedFile(rel, BASE), OwnedFile(_rel(partition, carry_name), CARRY_OVER)],
     )
     storage.list_dir(partition)  # one listing gives every size below (object stores: no HEAD per file)
-    logs = tuple(_log_file(storage, partition, n) for n in op.get("deltaFilePaths") or [])
-    data_file = op.get("dataFilePath")
+    logs = tuple(_log_file(storage, partition, n) for n in op.delta_files)
+    data_file = op.data_file
     base_file = _base_file(storage, partition, str(data_file)) if data_file else None
     storage.prefetch([lf.path for lf in logs] + ([base_file.path] if base_file is not None else []))
     blocks, rollbacks = _check_blocks(storage, logs)
@@ -600,7 +601,7 @@ def run_merge_task(task: MergeTask) -> MergeResult:
         partition_path=partition,
         path=rel,
         name=name,
-        prev_commit=str(op.get("baseInstantTime") or "null") if base_file is not None else "null",
+        prev_commit=(op.base_instant or "null") if base_file is not None else "null",
         num_writes=writes,
         num_deletes=totals.delete_rows,
         num_update_writes=updated,

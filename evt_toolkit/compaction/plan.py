@@ -25,9 +25,10 @@ from typing import Any
 from evt_toolkit.compaction.model import LogFileInfo, OperationSelection
 from evt_toolkit.compaction.strategy import CompactionStrategy, capture_metrics, iso_ms
 from evt_toolkit.errors import PlanValidationError
-from evt_toolkit.format.links import COPY, LINK_MODES, LINK_TIMINGS, Link, links_from_plan
+from evt_toolkit.format.links import COPY, LINK_MODES, LINK_TIMINGS, Link
 from evt_toolkit.format.metadata import encode_avro_container, load_schema
 from evt_toolkit.format.names import LogFileName
+from evt_toolkit.format.records import CompactionOperation, CompactionPlan
 
 __all__ = [
     "EXTRA_EVENT_TIME_FIELD",
@@ -133,8 +134,10 @@ def build_operation(
     *,
     parquet_max_file_size: int | None = None,
     strategy: CompactionStrategy | None = None,
-) -> dict[str, Any]:
-    """One ``HoodieCompactionOperation`` record (with ``symlinkOperations``) for a selection.
+    link_mode: str = COPY,
+    link_timing: str = "schedule",
+) -> CompactionOperation:
+    """One ``HoodieCompactionOperation`` (with ``symlinkOperations``) for a selection.
 
     Raises:
         PlanValidationError: the compacted logs are not a prefix of the slice, or nothing is compacted.
@@ -152,17 +155,18 @@ def build_operation(
         metrics = strategy.metrics(selection) if strategy is not None else capture_metrics(s, selection.to_compact)
     else:
         metrics = capture_metrics(s, selection.to_compact, parquet_max_file_size=parquet_max_file_size)
-    links = allocate_link_names(s.file_id, instant, selection.to_remain, partition_path=s.partition_path)
-    return {
-        "baseInstantTime": s.base_instant,
-        "deltaFilePaths": [lf.name for lf in selection.to_compact],
-        "dataFilePath": s.base_file,
-        "fileId": s.file_id,
-        "partitionPath": s.partition_path,
-        "metrics": metrics,
-        "bootstrapFilePath": None,
-        "symlinkOperations": [link.to_avro() for link in links] if links else None,
-    }
+    links = allocate_link_names(
+        s.file_id, instant, selection.to_remain, partition_path=s.partition_path, mode=link_mode, timing=link_timing
+    )
+    return CompactionOperation(
+        partition_path=s.partition_path,
+        file_id=s.file_id,
+        base_instant=s.base_instant,
+        delta_files=tuple(lf.name for lf in selection.to_compact),
+        data_file=s.base_file,
+        metrics=dict(metrics),
+        links=links,
+    )
 
 
 def build_plan(
@@ -175,8 +179,8 @@ def build_plan(
     *,
     event_time_field: str | None = None,
     extra_metadata: Mapping[str, str] | None = None,
-) -> dict[str, Any] | None:
-    """A ``HoodieCompactionPlan`` dict for the selections, or ``None`` when nothing is to be compacted.
+) -> CompactionPlan | None:
+    """A ``HoodieCompactionPlan`` for the selections, or ``None`` when nothing is to be compacted.
 
     Args:
         selections: operations in plan order (from ``strategy.select_operations``). Those with nothing to compact
@@ -199,7 +203,7 @@ def build_plan(
         ...                                             L.synthetic("f", 2, min_event_time=9)))
         >>> st = E(threshold=5)
         >>> plan = build_plan(st.select_operations([s], now_ms=10), "20250102000000000", st, 5)
-        >>> plan["operations"][0]["symlinkOperations"][0]["symlink"]
+        >>> plan.operations[0].links[0].symlink
         '.f_20250102000000000.log.1_0-0-0'
     """
     if link_mode not in LINK_MODES:
@@ -207,7 +211,7 @@ def build_plan(
     if link_timing not in LINK_TIMINGS:
         raise PlanValidationError(f"link_timing must be one of {', '.join(LINK_TIMINGS)}, got {link_timing!r}")
     seen: set[tuple[str, str]] = set()
-    operations: list[dict[str, Any]] = []
+    operations: list[CompactionOperation] = []
     for sel in selections:
         if not sel.to_compact:
             continue
@@ -215,7 +219,9 @@ def build_plan(
         if key in seen:
             raise PlanValidationError(f"file group {key[1]} in {key[0]!r} appears twice in compaction plan {instant}")
         seen.add(key)
-        operations.append(build_operation(sel, instant, strategy=strategy))
+        operations.append(
+            build_operation(sel, instant, strategy=strategy, link_mode=link_mode, link_timing=link_timing)
+        )
     if not operations:
         return None
     extra: dict[str, str] = dict(extra_metadata or {})
@@ -231,27 +237,12 @@ def build_plan(
     field = event_time_field or getattr(strategy, "event_time_field", None)
     if field:
         extra[EXTRA_EVENT_TIME_FIELD] = field
-    return {
-        "operations": operations,
-        "extraMetadata": extra,
-        "version": PLAN_VERSION,
-        "strategy": None,
-        "preserveHoodieMetadata": False,
-    }
+    return CompactionPlan(tuple(operations), extra, PLAN_VERSION)
 
 
-def plan_links(plan: Mapping[str, Any], instant: str = "") -> dict[tuple[str, str], tuple[Link, ...]]:
-    """``(partition, fileId) -> links`` of a (decoded) plan; operations without links are left out."""
-    out: dict[tuple[str, str], tuple[Link, ...]] = {}
-    for link in links_from_plan(plan, instant):
-        key = (link.partition_path, _file_id_of(link.symlink))
-        out[key] = (*out.get(key, ()), link)
-    return out
-
-
-def _file_id_of(name: str) -> str:
-    parsed = LogFileName.parse(name)
-    return parsed.file_id if parsed is not None else ""
+def plan_links(plan: CompactionPlan) -> dict[tuple[str, str], tuple[Link, ...]]:
+    """``(partition, fileId) -> links`` of a plan; operations without links are left out."""
+    return {(op.partition_path, op.file_id): op.links for op in plan.operations if op.links}
 
 
 def plan_schema() -> str:
@@ -259,13 +250,14 @@ def plan_schema() -> str:
     return load_schema(PLAN_SCHEMA_NAME)
 
 
-def encode_plan(plan: Mapping[str, Any], *, sync_marker: bytes | None = None) -> bytes:
+def encode_plan(plan: CompactionPlan | Mapping[str, Any], *, sync_marker: bytes | None = None) -> bytes:
     """The plan as a single-record Avro container (``C.compaction.requested``), extended schema embedded.
 
     Raises:
         PlanValidationError: the plan does not match the schema.
     """
+    record = plan.to_record() if isinstance(plan, CompactionPlan) else plan
     try:
-        return encode_avro_container(plan, plan_schema(), sync_marker=sync_marker)
+        return encode_avro_container(record, plan_schema(), sync_marker=sync_marker)
     except (ValueError, TypeError, KeyError, AttributeError) as exc:  # fastavro's ways of saying "does not match"
         raise PlanValidationError(f"compaction plan does not match {PLAN_SCHEMA_NAME}: {exc}") from exc

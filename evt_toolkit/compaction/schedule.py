@@ -30,11 +30,12 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import posixpath
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from evt_toolkit.compaction.event_times import max_ingested_event_time, slice_infos
 from evt_toolkit.compaction.model import LogFileInfo, OperationSelection, SliceInfo
@@ -52,9 +53,10 @@ from evt_toolkit.compaction.strategy import max_ingested_event_time as max_event
 from evt_toolkit.compaction.trigger import check_can_schedule
 from evt_toolkit.errors import EvtError, PendingTableServiceError, PlanValidationError
 from evt_toolkit.faults import fault_point
-from evt_toolkit.format.links import Link, links_from_plan
+from evt_toolkit.format.links import Link
 from evt_toolkit.format.names import REQUESTED, InstantFileName
 from evt_toolkit.format.ownership import LINK, SCHEDULE, OwnedFile
+from evt_toolkit.format.records import CompactionPlan
 from evt_toolkit.storage.links import create_links, delete_link_or_file, require_symlinks
 from evt_toolkit.storage.ownership import MARKER_ROOT, drop_ownership, ownership_records, record_ownership
 from evt_toolkit.table.guards import require_writable
@@ -95,7 +97,7 @@ class ScheduledCompaction:
     """
 
     instant: str
-    plan: dict[str, Any]
+    plan: CompactionPlan
     threshold: int | None
     link_mode: str
     link_timing: str
@@ -105,7 +107,7 @@ class ScheduledCompaction:
     @property
     def exact_split(self) -> bool:
         """Whether records with event time > T are kept out of the new base files."""
-        return (self.plan.get("extraMetadata") or {}).get(EXTRA_EXACT_SPLIT) == "true"
+        return self.plan.extra.get(EXTRA_EXACT_SPLIT) == "true"
 
 
 def plan_file(table: Table, instant: str, state: str = REQUESTED) -> str:
@@ -186,7 +188,7 @@ def schedule_compaction(
     require_writable(table, "schedule a compaction")
     remove_abandoned_schedules(table)
     timeline = table.timeline
-    c = instant or new_instant_time((i.time for i in timeline.instants), table.config.timezone)
+    c = instant or new_instant_time((i.time for i in timeline.instants), table.config.timezone, scope=table.storage.uri)
     check_can_schedule(timeline, c)
     if strategy.event_time_aware:
         pending = [f"compaction {i.time}" for i in timeline.pending_compactions()]
@@ -213,10 +215,10 @@ def schedule_compaction(
     if plan is None:
         return None
 
-    links = links_from_plan(plan, c)
-    extra = plan["extraMetadata"]
-    extra[EXTRA_EXACT_SPLIT] = "true" if exact_split else "false"
+    extra = {**plan.extra, EXTRA_EXACT_SPLIT: "true" if exact_split else "false"}
     extra.update(_remaining_figures(slices, selections))
+    plan = dataclasses.replace(plan, extra=extra)
+    links = list(plan.links)
     data = encode_plan(plan)
 
     if link_timing == "schedule":
@@ -234,7 +236,7 @@ def schedule_compaction(
         link_mode=link_mode,
         link_timing=link_timing,
         links=tuple(links),
-        operations=len(plan["operations"]),
+        operations=len(plan.operations),
     )
 
 
@@ -290,7 +292,7 @@ def _schema_extra(table: Table) -> dict[str, str]:
     """``schema`` copied from the last commit that has one, as Hudi copies the triggering write's metadata."""
     for inst in reversed(table.timeline.completed_commits()):
         try:
-            text = (table.timeline.commit_metadata(inst).get("extraMetadata") or {}).get("schema")
+            text = table.timeline.commit_metadata(inst).extra.get("schema")
         except EvtError:  # an undecodable old commit only means "look further back"
             continue
         if text:

@@ -28,7 +28,6 @@ from evt_toolkit.compaction.executor import (
 from evt_toolkit.compaction.plan import EXTRA_LINK_MODE, EXTRA_LINK_TIMING
 from evt_toolkit.compaction.schedule import plan_file
 from evt_toolkit.errors import EvtError
-from evt_toolkit.format.links import links_from_plan
 from evt_toolkit.format.metadata import load_schema, read_avro_container
 from evt_toolkit.format.names import LogFileName
 from evt_toolkit.storage.links import check_link
@@ -84,11 +83,10 @@ def validate_compaction(table: Table, instant: str) -> ValidationReport:
     except EvtError as exc:
         problems.append(str(exc))
     checked += 1
-    ops = plan.get("operations") or []
     if not inst.is_completed:
         problems.extend(validate_plan_files(table, plan))
-        checked += sum(len(op.get("deltaFilePaths") or []) + (1 if op.get("dataFilePath") else 0) for op in ops)
-    extra = plan.get("extraMetadata") or {}
+        checked += sum(len(op.delta_files) + (1 if op.data_file else 0) for op in plan.operations)
+    extra = plan.extra
     mode = extra.get(EXTRA_LINK_MODE, "copy")
     links_expected = inst.is_completed or extra.get(EXTRA_LINK_TIMING, "schedule") == "schedule"
     live_slices = (
@@ -96,7 +94,7 @@ def validate_compaction(table: Table, instant: str) -> ValidationReport:
         if inst.is_completed
         else set()
     )
-    for link in links_from_plan(plan, instant):
+    for link in plan.links:
         checked += 1
         if inst.is_completed:
             parsed = LogFileName.parse(link.symlink)

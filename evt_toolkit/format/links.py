@@ -33,7 +33,6 @@ __all__ = [
     "encode_commit_links",
     "links_from_commit",
     "links_from_operation",
-    "links_from_plan",
     "rel_path",
 ]
 
@@ -103,26 +102,17 @@ def links_from_operation(
     ]
 
 
-def links_from_plan(plan: Mapping[str, Any], instant: str = "") -> list[Link]:
-    """The links of a ``HoodieCompactionPlan``, in plan order, with the plan's link mode and timing."""
-    extra = plan.get("extraMetadata") or {}
-    mode = str(extra.get(COMPACTION_LINK_MODE) or COPY)
-    timing = str(extra.get(COMPACTION_LINK_TIMING) or "schedule")
-    return [link for op in plan.get("operations") or [] for link in links_from_operation(op, instant, mode, timing)]
-
-
 def encode_commit_links(links: list[Link]) -> str:
     """The ``evt.compaction.links`` value of ``C.commit``."""
     return json.dumps([link.to_json() for link in links], separators=(",", ":"))
 
 
-def links_from_commit(metadata: Mapping[str, Any], instant: str, path: str = "") -> list[Link]:
-    """The links a completed compaction recorded in its ``C.commit`` (``evt.compaction.links``).
+def links_from_commit(extra: Mapping[str, str], instant: str, path: str = "") -> list[Link]:
+    """The links a completed compaction recorded in its ``C.commit`` (``evt.compaction.links`` of ``extra``).
 
     Raises:
         MetadataDecodeError: the recorded links are not a JSON list of ``{partition, symlink, target}``.
     """
-    extra = metadata.get("extraMetadata") or {}
     text = extra.get(COMPACTION_LINKS)
     if not text:
         return []

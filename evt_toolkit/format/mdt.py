@@ -37,7 +37,7 @@ import fastavro
 
 from evt_toolkit.errors import MetadataTableError
 from evt_toolkit.format.hfile import GZIP_OS_UNKNOWN, encode_hfile, read_hfile
-from evt_toolkit.format.log_writer import encode_block
+from evt_toolkit.format.log_writer import META_FIELDS, encode_block
 from evt_toolkit.format.logfile import BlockType, HeaderKey
 from evt_toolkit.format.metadata import encode_avro_container, load_schema
 
@@ -87,14 +87,6 @@ NON_PARTITIONED_NAME = "."
 #: ``MetadataPartitionType.ALL_PARTITIONS/FILES.getRecordType()``.
 PARTITION_LIST = 1
 FILE_LIST = 2
-#: The five ``_hoodie_*`` fields the HFile-block writer schema carries in front of ``key``.
-_META_FIELDS = (
-    "_hoodie_commit_time",
-    "_hoodie_commit_seqno",
-    "_hoodie_record_key",
-    "_hoodie_partition_path",
-    "_hoodie_file_name",
-)
 #: ``WriteOperationType.UPSERT_PREPPED``: how every metadata-table deltacommit after initialisation is recorded.
 MDT_OPERATION = "UPSERT_PREPPED"
 
@@ -307,7 +299,7 @@ def schema_without_meta_fields(schema_json: str) -> str:
     """The ``HoodieMetadataRecord`` schema without its ``_hoodie_*`` fields — what a metadata-table commit records
     under ``extraMetadata.schema`` (the table populates no meta fields)."""
     schema = json.loads(schema_json)
-    schema["fields"] = [f for f in schema.get("fields", []) if f.get("name") not in _META_FIELDS]
+    schema["fields"] = [f for f in schema.get("fields", []) if f.get("name") not in META_FIELDS]
     return json.dumps(schema, separators=(",", ":"), ensure_ascii=False)
 
 

@@ -13,15 +13,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from evt_toolkit.errors import ReadError
-
-NULL_KEY_PART = "__null__"
-EMPTY_KEY_PART = "__empty__"
+from evt_toolkit.format.keys import EMPTY_RECORDKEY_PLACEHOLDER, NULL_RECORDKEY_PLACEHOLDER
 
 
 def _part(values: pa.ChunkedArray | pa.Array) -> pa.Array:
     text = pc.cast(values, pa.string())
-    text = pc.if_else(pc.equal(text, ""), pa.scalar(EMPTY_KEY_PART), text)
-    return pc.fill_null(text, NULL_KEY_PART)
+    text = pc.if_else(pc.equal(text, ""), pa.scalar(EMPTY_RECORDKEY_PLACEHOLDER), text)
+    return pc.fill_null(text, NULL_RECORDKEY_PLACEHOLDER)
 
 
 def derive_record_keys(table: pa.Table, fields: Sequence[str], complex_key: bool, source: str) -> pa.Array:

@@ -179,11 +179,7 @@ def _incremental(table: Table, spec: ReadSpec, begin: str | None, end: str | Non
     touched: set[tuple[str, str]] = set()
     for inst in admitted:
         meta = table.timeline.commit_metadata(inst)
-        for partition, stats in (meta.get("partitionToWriteStats") or {}).items():
-            for st in stats or []:
-                fid = st.get("fileId")
-                if fid:
-                    touched.add((partition or "", fid))
+        touched |= meta.file_groups()
     window = CommitWindow(b, e, frozenset(i.time for i in admitted) if layout2 else None)
     return tuple(
         SliceRead(s, False, last, window)

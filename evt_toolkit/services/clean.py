@@ -25,7 +25,7 @@ from __future__ import annotations
 import posixpath
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from evt_toolkit.compaction.schedule import remove_abandoned_schedules
 from evt_toolkit.errors import (
@@ -34,7 +34,7 @@ from evt_toolkit.errors import (
     UnsupportedFeatureError,
 )
 from evt_toolkit.faults import fault_point
-from evt_toolkit.format.metadata import encode_avro_container, load_schema
+from evt_toolkit.format import records
 from evt_toolkit.format.names import COMPLETED, INFLIGHT, REQUESTED, InstantFileName
 from evt_toolkit.services.clean_planner import (
     DEFAULT_COMMITS_RETAINED,
@@ -142,8 +142,8 @@ def gather_clean_inputs(table: Table) -> CleanInputs:
     existing = [b.path for b in listing.base_files] + [lf.path for _, lf in listing.log_files]
     pending_slices: dict[tuple[str, str], str] = {}
     for inst in tl.pending_compactions() + tl.pending_log_compactions():
-        for op in tl.compaction_plan(inst).get("operations") or []:
-            pending_slices[(str(op.get("partitionPath") or ""), str(op["fileId"]))] = str(op.get("baseInstantTime"))
+        for op in tl.compaction_plan(inst).operations:
+            pending_slices[(op.partition_path, op.file_id)] = op.base_instant
     graph = LinkGraph.of(table_links(table)).with_symlinks(storage_symlinks(table.storage, existing))
     return CleanInputs(
         groups=table.view.file_groups(),
@@ -158,27 +158,18 @@ def gather_clean_inputs(table: Table) -> CleanInputs:
 # -- Avro records ----------------------------------------------------------------------------------------------------
 
 
-def _plan_record(storage: TableStorage, plan: CleanPlan) -> dict[str, Any]:
+def _plan_record(storage: TableStorage, plan: CleanPlan) -> records.CleanPlan:
     ectr = plan.earliest_commit_to_retain
-    return {
-        "earliestInstantToRetain": (
-            {"timestamp": ectr.time, "action": ectr.action, "state": COMPLETED} if ectr is not None else None
-        ),
-        "lastCompletedCommitTimestamp": plan.last_completed_commit or "",
-        "policy": plan.policy,
-        # Version 1's field; CleanPlanner leaves it empty since filePathsToBeDeletedPerPartition replaced it.
-        "filesToBeDeletedPerPartition": {},
-        "version": CLEAN_PLAN_VERSION,
-        "filePathsToBeDeletedPerPartition": {
-            partition: [{"filePath": hadoop_path(storage, f.path), "isBootstrapBaseFile": False} for f in files]
-            for partition, files in plan.by_partition().items()
-        },
-        "partitionsToBeDeleted": [],
-    }
+    return records.CleanPlan.of(
+        policy=plan.policy,
+        earliest_instant_to_retain=(ectr.time, ectr.action) if ectr is not None else None,
+        last_completed_commit=plan.last_completed_commit or "",
+        files={p: [hadoop_path(storage, f.path) for f in files] for p, files in plan.by_partition().items()},
+        version=CLEAN_PLAN_VERSION,
+    )
 
 
 def _metadata_record(
-    storage: TableStorage,
     instant: str,
     policy: str,
     ectr: str,
@@ -186,28 +177,25 @@ def _metadata_record(
     by_partition: dict[str, list[str]],
     deleted: set[str],
     elapsed_ms: int,
-) -> dict[str, Any]:
-    partitions: dict[str, Any] = {}
-    for partition, paths in sorted(by_partition.items()):
-        # CleanerUtils.convertCleanMetadata records file names (Path.getName) in the partition metadata.
-        partitions[partition] = {
-            "partitionPath": partition,
-            "policy": policy,
-            "deletePathPatterns": [posixpath.basename(p) for p in paths],
-            "successDeleteFiles": [posixpath.basename(p) for p in paths if p in deleted],
-            "failedDeleteFiles": [posixpath.basename(p) for p in paths if p not in deleted],
-            "isPartitionDeleted": False,
-        }
-    return {
-        "startCleanTime": instant,
-        "timeTakenInMillis": elapsed_ms,
-        "totalFilesDeleted": len(deleted),
-        "earliestCommitToRetain": ectr,
-        "lastCompletedCommitTimestamp": last_completed,
-        "partitionMetadata": partitions,
-        "version": CLEAN_METADATA_VERSION,
-        "bootstrapPartitionMetadata": {},
+) -> records.CleanMetadata:
+    # CleanerUtils.convertCleanMetadata records file names (Path.getName) in the partition metadata.
+    partitions = {
+        partition: records.CleanPartition(
+            tuple(posixpath.basename(p) for p in paths),
+            tuple(posixpath.basename(p) for p in paths if p in deleted),
+            tuple(posixpath.basename(p) for p in paths if p not in deleted),
+        )
+        for partition, paths in by_partition.items()
     }
+    return records.CleanMetadata.of(
+        start_clean_time=instant,
+        elapsed_ms=elapsed_ms,
+        policy=policy,
+        earliest_commit_to_retain=ectr,
+        last_completed_commit=last_completed,
+        partitions=partitions,
+        version=CLEAN_METADATA_VERSION,
+    )
 
 
 def _clean_file(table: Table, instant: str, state: str) -> str:
@@ -249,7 +237,6 @@ def _finish(
     deleted = delete_files(storage, every)
     fault_point("clean.after_delete")
     meta = _metadata_record(
-        storage,
         instant,
         policy,
         ectr,
@@ -259,7 +246,8 @@ def _finish(
         int((time.monotonic() - started) * 1000),
     )
     storage.write_bytes_atomic(
-        _clean_file(table, instant, COMPLETED), encode_avro_container(meta, load_schema("HoodieCleanMetadata"))
+        _clean_file(table, instant, COMPLETED),
+        meta.encode(),
     )
     table.refresh()
     return deleted, [p for p in every if p not in deleted]
@@ -272,12 +260,9 @@ def _resume_pending(table: Table, dry_run: bool) -> CleanResult | None:
         return None
     inst = pending[0]
     plan = tl.clean_plan(inst)
-    by_partition: dict[str, list[str]] = {}
-    for partition, infos in (plan.get("filePathsToBeDeletedPerPartition") or {}).items():
-        by_partition[str(partition)] = [relative_path(table.storage, str(x["filePath"])) for x in infos or []]
-    ectr_rec = plan.get("earliestInstantToRetain") or {}
-    ectr = str(ectr_rec.get("timestamp") or "")
-    policy = str(plan.get("policy") or "")
+    by_partition = {p: [relative_path(table.storage, x) for x in paths] for p, paths in plan.files.items()}
+    ectr = plan.earliest_instant_to_retain or ""
+    policy = plan.policy
     files = tuple(sorted(p for ps in by_partition.values() for p in ps))
     if dry_run:
         would = tuple(p for p in files if table.storage.lexists(p))
@@ -286,9 +271,7 @@ def _resume_pending(table: Table, dry_run: bool) -> CleanResult | None:
     if not inst.is_inflight:
         data = tl.read_bytes(inst)
         table.storage.write_bytes_atomic(_clean_file(table, inst.time, INFLIGHT), data, overwrite=True)
-    deleted, failed = _finish(
-        table, inst.time, policy, ectr, str(plan.get("lastCompletedCommitTimestamp") or ""), by_partition, started
-    )
+    deleted, failed = _finish(table, inst.time, policy, ectr, plan.last_completed_commit, by_partition, started)
     return CleanResult(
         inst.time, policy, 0, ectr or None, files, tuple(sorted(deleted)), tuple(sorted(failed)), (), False, True
     )
@@ -343,8 +326,10 @@ def clean(
         return CleanResult(None, policy, n, ectr, plan.paths, (), (), plan.kept_for_links, dry_run)
     started = time.monotonic()
     storage = table.storage
-    instant = new_instant_time((i.time for i in table.timeline.instants), table.config.timezone)
-    data = encode_avro_container(_plan_record(storage, plan), load_schema("HoodieCleanerPlan"))
+    instant = new_instant_time(
+        (i.time for i in table.timeline.instants), table.config.timezone, scope=table.storage.uri
+    )
+    data = _plan_record(storage, plan).encode()
     storage.write_bytes_atomic(_clean_file(table, instant, REQUESTED), data)
     fault_point("clean.after_requested")
     storage.write_bytes_atomic(_clean_file(table, instant, INFLIGHT), data)

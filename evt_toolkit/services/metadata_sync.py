@@ -73,6 +73,7 @@ from evt_toolkit.format.mdt import (
 from evt_toolkit.format.metadata import read_avro_container
 from evt_toolkit.format.names import DEFAULT_WRITE_TOKEN, BaseFileName, InstantFileName, LogFileName
 from evt_toolkit.format.properties import HOODIE_PROPERTIES, HOODIE_PROPERTIES_BACKUP, dump_properties
+from evt_toolkit.format.records import RollbackPlan
 from evt_toolkit.table.config import load_table_config
 from evt_toolkit.table.metadata_table import (
     MetadataTable,
@@ -168,7 +169,7 @@ def _timezone(table: Table) -> str:
 
 
 def _new_time(table: Table, mdt: MetadataTable) -> str:
-    return new_instant_time(_all_times(table, mdt), _timezone(table))
+    return new_instant_time(_all_times(table, mdt), _timezone(table), scope=table.storage.uri)
 
 
 def _writer_schema(table: Table, mdt: MetadataTable) -> str:
@@ -318,7 +319,9 @@ def _rollback(table: Table, mdt: MetadataTable, instant: str, rollback_instant: 
         if storage.exists(rel):
             storage.delete_file(rel)
     elapsed = int((time.monotonic() - started) * 1000)
-    completion = new_instant_time([*_all_times(table, mdt), rollback_instant], _timezone(table))
+    completion = new_instant_time(
+        [*_all_times(table, mdt), rollback_instant], _timezone(table), scope=table.storage.uri
+    )
     storage.put_if_absent(
         posixpath.join(timeline, InstantFileName(rollback_instant, "rollback", "COMPLETED", completion).name),
         encode_rollback_metadata(rollback_instant, instant, action, full, time_taken_ms=elapsed),
@@ -335,9 +338,10 @@ def _pending_rollback_target(table: Table, mdt: MetadataTable, rollback_instant:
     if requested is None:
         return None
     data = table.storage.read_bytes(requested)
-    plan = read_avro_container(data, table.storage.full_path(requested)) if data else {}
-    target = (plan.get("instantToRollback") or {}).get("commitTime")
-    return str(target) if target else None
+    if not data:
+        return None
+    target = RollbackPlan.from_record(read_avro_container(data, table.storage.full_path(requested))).target
+    return target or None
 
 
 def finish_pending_rollbacks(table: Table) -> tuple[MetadataRollback, ...]:
@@ -486,7 +490,7 @@ def sync_files_partition(
     marker = f"{METADATA_FOLDER}/.hoodie/.temp/{instant}/{FILES}/{log_name}.marker.CREATE"
     storage.write_bytes_atomic(marker, b"", overwrite=True)
     storage.put_if_absent(log_rel, block)
-    completion = new_instant_time([*_all_times(table, mdt), instant], _timezone(table))
+    completion = new_instant_time([*_all_times(table, mdt), instant], _timezone(table), scope=table.storage.uri)
     commit = encode_mdt_deltacommit(
         instant,
         f"{FILES}/{log_name}",

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from evt_toolkit.compaction.executor import ensure_plan_links
 from evt_toolkit.compaction.schedule import ABANDONED_AFTER_S, abandoned_schedules
 from evt_toolkit.errors import EvtError
-from evt_toolkit.format.links import links_from_plan
 from evt_toolkit.storage.links import check_link, delete_link_or_file
 from evt_toolkit.storage.ownership import MARKER_ROOT, drop_ownership
 from evt_toolkit.table.guards import require_writable
@@ -82,7 +81,7 @@ def repair_compactions(table: Table, *, dry_run: bool = True, older_than_s: floa
         except EvtError as exc:
             unrepairable.append(str(exc))
             continue
-        links = [x for x in links_from_plan(plan, inst.time) if x.timing == "schedule"]
+        links = [x for x in plan.links if x.timing == "schedule"]
         for link in links:
             if check_link(storage, link, deep=False).ok:
                 continue

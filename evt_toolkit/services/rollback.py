@@ -40,18 +40,25 @@ import contextlib
 import dataclasses
 import posixpath
 import time
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from evt_toolkit.compaction.schedule import remove_abandoned_schedules
 from evt_toolkit.errors import EvtError, LogFormatError, StorageError
 from evt_toolkit.faults import fault_point
 from evt_toolkit.format.log_writer import encode_rollback_command_block
 from evt_toolkit.format.logfile import BlockType, scan_log_blocks
-from evt_toolkit.format.metadata import encode_avro_container, load_schema
 from evt_toolkit.format.names import COMPLETED, INFLIGHT, REQUESTED, BaseFileName, InstantFileName, LogFileName
 from evt_toolkit.format.ownership import LOG, RUN, WRITE
+from evt_toolkit.format.records import (
+    RollbackMetadata,
+    RollbackPartition,
+    RollbackPlan,
+    RollbackPlanRequest,
+    WriteStat,
+)
 from evt_toolkit.services.clean import delete_files, hadoop_path, relative_path
 from evt_toolkit.services.rollback_planner import (
     BaseFacts,
@@ -194,72 +201,56 @@ def _deltacommit_candidates(table: Table, inst: Instant, listing: Listing) -> tu
         else:
             bases.add(posixpath.join(partition, marked) if partition else marked)
     try:
-        meta = table.timeline.commit_metadata(inst)
+        stats: tuple[WriteStat, ...] = table.timeline.commit_metadata(inst).write_stats
     except EvtError:
-        meta = {}
-    for partition, stats in (meta.get("partitionToWriteStats") or {}).items():
-        for st in stats or []:
-            path = st.get("path")
-            if path:
-                (recorded if LogFileName.parse(posixpath.basename(str(path))) else bases).add(str(path))
-            elif st.get("fileId"):
-                # An inflight workload profile names the file groups the write was going to touch
-                # (ListingBasedRollbackStrategy): their logs may hold its blocks.
-                others.update(_slice_logs(listing, str(partition or ""), str(st["fileId"]), None))
+        stats = ()
+    for st in stats:
+        if st.path:
+            (recorded if LogFileName.parse(st.file_name) else bases).add(st.path)
+        elif st.file_id:
+            # An inflight workload profile names the file groups the write was going to touch
+            # (ListingBasedRollbackStrategy): their logs may hold its blocks.
+            others.update(_slice_logs(listing, st.partition_path, st.file_id, None))
     return recorded, others - recorded, bases
 
 
 # -- the plan as Avro --------------------------------------------------------------------------------------------------
 
 
-def _plan_record(
-    storage: TableStorage, target: str, action: str, requests: Sequence[RollbackRequest]
-) -> dict[str, Any]:
+def _plan_record(storage: TableStorage, target: str, action: str, requests: Sequence[RollbackRequest]) -> RollbackPlan:
     out = []
     for r in requests:
         if r.needs_command_block:
             out.append(
-                {
-                    "partitionPath": r.partition_path,
-                    "fileId": r.file_id,
-                    "latestBaseInstant": r.latest_base_instant,
-                    "filesToBeDeleted": [],
-                    "logBlocksToBeDeleted": {hadoop_path(storage, p): size for p, size in r.log_blocks_to_delete},
-                }
+                RollbackPlanRequest(
+                    r.partition_path,
+                    r.file_id,
+                    r.latest_base_instant,
+                    (),
+                    {hadoop_path(storage, p): size for p, size in r.log_blocks_to_delete},
+                )
             )
         else:
             # MarkerBasedRollbackStrategy leaves fileId and latestBaseInstant empty for plain deletions.
             out.append(
-                {
-                    "partitionPath": r.partition_path,
-                    "fileId": "",
-                    "latestBaseInstant": "",
-                    "filesToBeDeleted": [hadoop_path(storage, p) for p in r.files_to_delete],
-                    "logBlocksToBeDeleted": {},
-                }
+                RollbackPlanRequest(
+                    r.partition_path, "", "", tuple(hadoop_path(storage, p) for p in r.files_to_delete), {}
+                )
             )
-    return {
-        "instantToRollback": {"commitTime": target, "action": action},
-        "RollbackRequests": out,
-        "version": ROLLBACK_VERSION,
-    }
+    return RollbackPlan(target, action, tuple(out), ROLLBACK_VERSION)
 
 
-def _requests_from_plan(storage: TableStorage, plan: Mapping[str, Any]) -> list[RollbackRequest]:
+def _requests_from_plan(storage: TableStorage, plan: RollbackPlan) -> list[RollbackRequest]:
     out = []
-    for r in plan.get("RollbackRequests") or []:
-        partition = str(r.get("partitionPath") or "")
-        files = tuple(relative_path(storage, str(p)) for p in r.get("filesToBeDeleted") or [])
-        blocks = tuple(
-            (relative_path(storage, str(p)), int(size)) for p, size in (r.get("logBlocksToBeDeleted") or {}).items()
-        )
-        fid = str(r.get("fileId") or "")
-        base = str(r.get("latestBaseInstant") or "")
+    for r in plan.requests:
+        files = tuple(relative_path(storage, p) for p in r.files_to_delete)
+        blocks = tuple((relative_path(storage, p), size) for p, size in r.log_blocks_to_delete.items())
+        fid, base = r.file_id, r.latest_base_instant
         if blocks and not fid:
             parsed = LogFileName.parse(posixpath.basename(blocks[0][0]))
             if parsed is not None:
                 fid, base = parsed.file_id, parsed.base_instant
-        out.append(RollbackRequest(partition, fid, base, files, blocks))
+        out.append(RollbackRequest(r.partition_path, fid, base, files, blocks))
     return out
 
 
@@ -272,41 +263,26 @@ def _metadata_record(
     deleted: set[str],
     command_logs: Mapping[str, tuple[str, int]],
     elapsed_ms: int,
-) -> dict[str, Any]:
-    partitions: dict[str, dict[str, Any]] = {}
-
-    def part(p: str) -> dict[str, Any]:
-        return partitions.setdefault(
-            p,
-            {
-                "partitionPath": p,
-                "successDeleteFiles": [],
-                "failedDeleteFiles": [],
-                "rollbackLogFiles": {},
-                "logFilesFromFailedCommit": {},
-            },
-        )
-
+) -> RollbackMetadata:
+    done: dict[str, list[str]] = defaultdict(list)
+    failed: dict[str, list[str]] = defaultdict(list)
+    rollback_logs: dict[str, dict[str, int]] = defaultdict(dict)
+    failed_logs: dict[str, dict[str, int]] = defaultdict(dict)
+    touched = sorted({r.partition_path for r in requests})
     for r in requests:
-        pm = part(r.partition_path)
+        p = r.partition_path
         for path in r.files_to_delete:
-            key = "successDeleteFiles" if path in deleted else "failedDeleteFiles"
-            pm[key].append(hadoop_path(storage, path))
+            (done if path in deleted else failed)[p].append(hadoop_path(storage, path))
         # BaseRollbackHelper records the failed commit's logs only for command-block requests.
         for path, size in r.log_blocks_to_delete:
-            pm["logFilesFromFailedCommit"][hadoop_path(storage, path)] = size
+            failed_logs[p][hadoop_path(storage, path)] = size
         written = command_logs.get(f"{r.partition_path}\x00{r.file_id}\x00{r.latest_base_instant}")
         if r.needs_command_block and written is not None:
-            pm["rollbackLogFiles"][hadoop_path(storage, written[0])] = written[1]
-    return {
-        "startRollbackTime": rollback_instant,
-        "timeTakenInMillis": elapsed_ms,
-        "totalFilesDeleted": len(deleted),
-        "commitsRollback": [target],
-        "partitionMetadata": dict(sorted(partitions.items())),
-        "version": ROLLBACK_VERSION,
-        "instantsRollback": [{"commitTime": target, "action": action}],
+            rollback_logs[p][hadoop_path(storage, written[0])] = written[1]
+    partitions = {
+        p: RollbackPartition(tuple(done[p]), tuple(failed[p]), rollback_logs[p], failed_logs[p]) for p in touched
     }
+    return RollbackMetadata(rollback_instant, target, action, elapsed_ms, partitions, ROLLBACK_VERSION)
 
 
 # -- execution ---------------------------------------------------------------------------------------------------------
@@ -377,7 +353,7 @@ def _execute(
     )
     storage.write_bytes_atomic(
         _timeline_file(table, rollback_instant, ROLLBACK, COMPLETED),
-        encode_avro_container(meta, load_schema("HoodieRollbackMetadata")),
+        meta.encode(),
     )
     # WriteMarkers.quietDeleteMarkerDir: the markers and records only served to find the instant's files. A
     # compaction keeps its plan's records (schedule-time links) and loses those of the run that was undone.
@@ -444,10 +420,9 @@ def _resume(table: Table, instant: str) -> RollbackResult | None:
         if inst.action != ROLLBACK or inst.is_completed:
             continue
         plan = tl.rollback_plan(inst)
-        info = plan.get("instantToRollback") or {}
-        if str(info.get("commitTime")) != instant:
+        if plan.target != instant:
             continue
-        action = str(info.get("action") or DELTA_COMMIT)
+        action = plan.action or DELTA_COMMIT
         requests = _requests_from_plan(table.storage, plan)
         if not inst.is_inflight:
             table.storage.write_bytes_atomic(_timeline_file(table, inst.time, ROLLBACK, INFLIGHT), b"", overwrite=True)
@@ -472,7 +447,7 @@ def _compaction_requests(table: Table, inst: Instant, listing: Listing) -> list[
     a base file after the instant that wrote it), and no log file is touched.
     """
     plan = table.timeline.compaction_plan(inst)
-    ops = list(plan.get("operations") or [])
+    ops = plan.operations
     c = inst.time
     storage = table.storage
     owned = owned_files(storage, c, [RUN])
@@ -544,10 +519,11 @@ def rollback(table: Table, instant: str) -> RollbackResult:
     else:
         requests = _deltacommit_requests(table, inst, listing)
     storage = table.storage
-    r = new_instant_time((i.time for i in table.timeline.instants), table.config.timezone)
+    r = new_instant_time((i.time for i in table.timeline.instants), table.config.timezone, scope=table.storage.uri)
     plan = _plan_record(storage, instant, inst.action, requests)
     storage.write_bytes_atomic(
-        _timeline_file(table, r, ROLLBACK, REQUESTED), encode_avro_container(plan, load_schema("HoodieRollbackPlan"))
+        _timeline_file(table, r, ROLLBACK, REQUESTED),
+        plan.encode(),
     )
     fault_point("rollback.after_requested")
     storage.write_bytes_atomic(_timeline_file(table, r, ROLLBACK, INFLIGHT), b"")

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 from evt_toolkit.errors import RollbackError
 from evt_toolkit.format.names import UNKNOWN_WRITE_TOKEN, LogFileName
+from evt_toolkit.format.records import CompactionOperation
 
 __all__ = [
     "BaseFacts",
@@ -168,7 +169,7 @@ def plan_deltacommit_rollback(
 
 def plan_compaction_rollback(
     compaction_instant: str,
-    operations: Sequence[Mapping[str, object]],
+    operations: Sequence[CompactionOperation],
     outputs: Mapping[tuple[str, str], Sequence[str]],
     execute_time_links: Mapping[tuple[str, str], Sequence[str]],
 ) -> list[RollbackRequest]:
@@ -187,7 +188,7 @@ def plan_compaction_rollback(
     """
     out: list[RollbackRequest] = []
     for op in operations:
-        key = (str(op.get("partitionPath") or ""), str(op.get("fileId") or ""))
+        key = (op.partition_path, op.file_id)
         files = tuple(sorted({*outputs.get(key, ()), *execute_time_links.get(key, ())}))
         if files:
             out.append(RollbackRequest(key[0], key[1], compaction_instant, files_to_delete=files))

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 
 from evt_toolkit.compaction.schedule import plan_file
 from evt_toolkit.errors import EvtError
-from evt_toolkit.format.links import links_from_plan
 from evt_toolkit.format.names import INFLIGHT, REQUESTED, BaseFileName, LogFileName
 from evt_toolkit.storage.links import delete_link_or_file
 from evt_toolkit.storage.ownership import drop_ownership, owned_files
@@ -69,11 +68,11 @@ def unschedule_compaction(table: Table, instant: str, *, dry_run: bool = True) -
         return UnscheduleReport(instant, (), False, f"cannot read the plan: {exc}")
     storage = table.storage
     ours = set(owned_files(storage, instant))
-    ours.update(link.symlink_path for link in links_from_plan(plan, instant))
+    ours.update(link.symlink_path for link in plan.links)
     outputs: list[str] = []
-    for op in plan.get("operations") or []:
-        partition = str(op.get("partitionPath") or "")
-        fid = str(op["fileId"])
+    for op in plan.operations:
+        partition = op.partition_path
+        fid = op.file_id
         entries, _ = storage.list_dir(partition)
         for e in entries:
             log = LogFileName.parse(e.name)

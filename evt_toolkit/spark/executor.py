@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -33,7 +33,7 @@ from evt_toolkit.errors import WriteError
 from evt_toolkit.write.bucket import bucket_ids
 from evt_toolkit.write.index import BUCKET, resolve_write_index
 from evt_toolkit.write.plan import FileGroupWrite, WriteJobSpec
-from evt_toolkit.write.task import partition_paths, prepare_batch, record_keys, write_file_group
+from evt_toolkit.write.task import FileWritten, partition_paths, prepare_batch, record_keys, write_file_group
 from evt_toolkit.write.writer import Executor, write
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from evt_toolkit.table.table import Table
 
 #: ``task(spec, fg, upserts, deletes, task_partition_id, stage_id, attempt_id) -> write stats``.
-FileGroupTask = Callable[..., list[dict[str, Any]]]
+FileGroupTask = Callable[..., list[FileWritten]]
 
 KEY_COLUMN = "_evt_record_key"
 PARTITION_COLUMN = "_evt_partition_path"
@@ -78,7 +78,7 @@ def _task_ids() -> tuple[int, int, int]:
 # -- executor for writer.write --------------------------------------------------------------------------------------
 def _run_file_group_tasks(
     spec: WriteJobSpec, task: FileGroupTask, items: Iterable[tuple[int, FileGroupWrite, bytes, bytes]]
-) -> Iterator[tuple[int, list[dict[str, Any]]]]:
+) -> Iterator[tuple[int, list[FileWritten]]]:
     partition_id, stage_id, attempt_id = _task_ids()
     for index, fg, upserts, deletes in items:
         stats = task(spec, fg, from_ipc(upserts), from_ipc(deletes), partition_id, stage_id, attempt_id)
@@ -97,7 +97,7 @@ def spark_executor(spark: SparkSession, task: FileGroupTask = write_file_group) 
         task fails the job; the writer then leaves the instant inflight, which readers ignore.
     """
 
-    def run(spec: WriteJobSpec, items: list[tuple[FileGroupWrite, pa.Table, pa.Table]]) -> list[list[dict[str, Any]]]:
+    def run(spec: WriteJobSpec, items: list[tuple[FileGroupWrite, pa.Table, pa.Table]]) -> list[list[FileWritten]]:
         if not items:
             return []
         payload = [(i, fg, to_ipc(up), to_ipc(de)) for i, (fg, up, de) in enumerate(items)]
@@ -206,7 +206,7 @@ def _write_groups_from_shuffle(
     num_buckets: int,
     hash_fields: str,
     items: Iterable[tuple[int, bytes]],
-) -> Iterator[tuple[int, list[dict[str, Any]]]]:
+) -> Iterator[tuple[int, list[FileWritten]]]:
     pieces: dict[int, list[pa.Table]] = {}
     for index, data in items:
         pieces.setdefault(index, []).append(from_ipc(data))
@@ -272,7 +272,7 @@ def write_dataframe(
 
         def executor(
             spec: WriteJobSpec, items: list[tuple[FileGroupWrite, pa.Table, pa.Table]]
-        ) -> list[list[dict[str, Any]]]:
+        ) -> list[list[FileWritten]]:
             if not items:
                 return []
             groups = {i: fg for i, (fg, _, _) in enumerate(items)}

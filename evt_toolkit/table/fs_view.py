@@ -178,8 +178,8 @@ class FileSystemView:
         ops: dict[tuple[str, str], Instant] = {}
         for inst in self.timeline.pending_compactions():
             plan = self.timeline.compaction_plan(inst)
-            for op in plan.get("operations") or []:
-                ops[(op.get("partitionPath") or "", op["fileId"])] = inst
+            for op in plan.operations:
+                ops[(op.partition_path, op.file_id)] = inst
         return ops
 
     @property

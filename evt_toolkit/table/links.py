@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from evt_toolkit.errors import TimelineError
 from evt_toolkit.format.extra_metadata import COMPACTION_LINKS
-from evt_toolkit.format.links import SYMLINK, Link, links_from_commit, links_from_plan
+from evt_toolkit.format.links import SYMLINK, Link, links_from_commit
 from evt_toolkit.storage.fs import TableStorage
 from evt_toolkit.table.table import Table
 from evt_toolkit.table.timeline import COMMIT, COMPACTION, LOG_COMPACTION
@@ -44,15 +44,15 @@ def table_links(table: Table) -> list[Link]:
     out: list[Link] = []
     for inst in tl.instants:
         if inst.action in (COMPACTION, LOG_COMPACTION) and not inst.is_completed:
-            out.extend(links_from_plan(tl.compaction_plan(inst), inst.time))
+            out.extend(tl.compaction_plan(inst).links)
         elif inst.action == COMMIT and inst.is_completed:
             meta = tl.commit_metadata(inst)
-            if not meta.get("compacted"):
+            if not meta.compacted:
                 continue
-            found = links_from_commit(meta, inst.time, tl.state_file(inst) or "")
-            if not found and COMPACTION_LINKS not in (meta.get("extraMetadata") or {}):
+            found = links_from_commit(meta.extra, inst.time, tl.state_file(inst) or "")
+            if not found and COMPACTION_LINKS not in meta.extra:
                 try:
-                    found = links_from_plan(tl.compaction_plan(inst), inst.time)
+                    found = list(tl.compaction_plan(inst).links)
                 except TimelineError:
                     found = []
             out.extend(found)

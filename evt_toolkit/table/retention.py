@@ -12,6 +12,8 @@ Example:
 
 from __future__ import annotations
 
+import posixpath
+
 from evt_toolkit.errors import EvtError, ReadError
 from evt_toolkit.format.names import BaseFileName, LogFileName
 from evt_toolkit.table.fs_view import FileGroup, FileSystemView
@@ -35,6 +37,8 @@ def earliest_retained(timeline: Timeline, view: FileSystemView) -> str | None:
     Like ``TimelineUtils.validateTimestampAsOf``, the last completed clean's ``earliestCommitToRetain`` bounds time
     travel. A KEEP_LATEST_FILE_VERSIONS clean records none (as in Hudi), so for those the bound is derived from
     what they deleted (or planned to): for each file group, the oldest surviving slice after the newest deleted one.
+    A clean still pending (requested, or inflight after a crash) may already have deleted some of its files, so its
+    plan bounds reads the same way until it completes.
 
     Returns:
         The bound, or ``None`` when no clean limits reads.
@@ -42,25 +46,26 @@ def earliest_retained(timeline: Timeline, view: FileSystemView) -> str | None:
     bound: str | None = None
     groups: dict[tuple[str, str], FileGroup] | None = None
     for inst in timeline.instants:
-        if inst.action != CLEAN or not inst.is_completed:
+        if inst.action != CLEAN:
             continue
         try:
-            meta = timeline.clean_metadata(inst)
+            if inst.is_completed:
+                meta = timeline.clean_metadata(inst)
+                ectr = meta.earliest_commit_to_retain
+                # Every file the plan meant to delete: one already gone when a crashed clean was resumed is recorded
+                # as a failed delete, but the state that needed it is just as unreadable.
+                planned_by_partition = meta.planned_names()
+            else:
+                plan = timeline.clean_plan(inst)
+                ectr = plan.earliest_instant_to_retain or ""
+                planned_by_partition = {p: tuple(posixpath.basename(f) for f in fs) for p, fs in plan.files.items()}
         except EvtError:
             continue
-        ectr = str(meta.get("earliestCommitToRetain") or "")
         if not ectr:
             if groups is None:
                 groups = {(g.partition_path, g.file_id): g for g in view.file_groups()}
             newest: dict[tuple[str, str], str] = {}
-            for partition, pm in (meta.get("partitionMetadata") or {}).items():
-                # Every file the plan meant to delete: one already gone when a crashed clean was resumed is
-                # recorded as a failed delete, but the state that needed it is just as unreadable.
-                planned = [
-                    *(pm.get("deletePathPatterns") or []),
-                    *(pm.get("successDeleteFiles") or []),
-                    *(pm.get("failedDeleteFiles") or []),
-                ]
+            for partition, planned in planned_by_partition.items():
                 for name in planned:
                     parsed = _slice_of(str(name))
                     if parsed is not None:

@@ -9,16 +9,9 @@ import pyarrow as pa
 
 from evt_toolkit.errors import TimelineError
 from evt_toolkit.format.avro_arrow import avro_to_arrow_schema
+from evt_toolkit.format.log_writer import META_FIELDS
 from evt_toolkit.table.config import TableConfig
 from evt_toolkit.table.timeline import Timeline
-
-META_FIELDS = (
-    "_hoodie_commit_time",
-    "_hoodie_commit_seqno",
-    "_hoodie_record_key",
-    "_hoodie_partition_path",
-    "_hoodie_file_name",
-)
 
 
 def latest_avro_schema(config: TableConfig, timeline: Timeline) -> dict[str, Any] | None:
@@ -32,7 +25,7 @@ def latest_avro_schema(config: TableConfig, timeline: Timeline) -> dict[str, Any
             meta = timeline.commit_metadata(inst)
         except TimelineError:
             continue
-        text = (meta.get("extraMetadata") or {}).get("schema")
+        text = meta.extra.get("schema")
         if text:
             return dict(json.loads(text))
     text = config.properties.get("hoodie.table.create.schema")

@@ -9,7 +9,6 @@ because those instants complete under the latter action.
 
 from __future__ import annotations
 
-import copy
 import enum
 import posixpath
 from collections.abc import Callable, Iterable, Iterator
@@ -27,6 +26,7 @@ from evt_toolkit.format.metadata import (
     decode_rollback_plan,
 )
 from evt_toolkit.format.names import InstantFileName
+from evt_toolkit.format.records import CleanMetadata, CleanPlan, CommitMetadata, CompactionPlan, RollbackPlan
 
 if TYPE_CHECKING:
     from evt_toolkit.storage.fs import TableStorage
@@ -172,7 +172,7 @@ class Timeline:
         self.timeline_path = timeline_path
         self._storage = storage
         self._files: dict[_Key, dict[InstantState, str]] = state_files if state_files is not None else {}
-        self._commit_cache: dict[str, dict[str, Any]] = {}
+        self._commit_cache: dict[str, CommitMetadata] = {}
         self._by_time: dict[str, list[Instant]] = {}
         for inst in self.instants:
             self._by_time.setdefault(inst.time, []).append(inst)
@@ -365,10 +365,10 @@ class Timeline:
     def _full(self, rel: str) -> str:
         return self._storage.full_path(rel) if self._storage is not None else rel
 
-    def commit_metadata(self, instant: Instant) -> dict[str, Any]:
-        """Decoded commit metadata of ``instant`` (completed file, or the inflight workload file when pending).
+    def commit_metadata(self, instant: Instant) -> CommitMetadata:
+        """Commit metadata of ``instant`` (completed file, or the inflight workload file when pending).
 
-        Decoded once per file and cached; a copy is returned so callers may modify it.
+        Decoded once per file and cached.
 
         Raises:
             TimelineError: missing file; MetadataDecodeError: undecodable file.
@@ -378,8 +378,8 @@ class Timeline:
             data = self.read_bytes(instant)
             rel = self.state_file(instant)
             assert rel is not None
-            self._commit_cache[rel] = decode_commit_metadata(data, self._full(rel))
-        return copy.deepcopy(self._commit_cache[rel])
+            self._commit_cache[rel] = CommitMetadata.from_record(decode_commit_metadata(data, self._full(rel)))
+        return self._commit_cache[rel]
 
     def _plan_file(self, instant: Instant, actions: tuple[str, ...]) -> tuple[str, bytes]:
         rel = self.state_file(instant, InstantState.REQUESTED)
@@ -389,7 +389,7 @@ class Timeline:
             raise TimelineError(f"{expected}: not found for instant {instant.time} ({instant.action})")
         return rel, self.read_bytes(instant, InstantState.REQUESTED)
 
-    def compaction_plan(self, instant: Instant) -> dict[str, Any]:
+    def compaction_plan(self, instant: Instant) -> CompactionPlan:
         """The ``HoodieCompactionPlan`` of a (log) compaction instant, pending or completed.
 
         Read from ``<t>.compaction.requested`` (or ``.logcompaction.requested``), which stays on the timeline after
@@ -399,27 +399,28 @@ class Timeline:
             TimelineError: the instant has no compaction plan file.
         """
         rel, data = self._plan_file(instant, (COMPACTION, LOG_COMPACTION))
-        return decode_compaction_plan(data, self._full(rel))
+        return CompactionPlan.from_record(decode_compaction_plan(data, self._full(rel)), instant.time)
 
     def replace_requested(self, instant: Instant) -> dict[str, Any]:
         """``HoodieRequestedReplaceMetadata`` of a replacecommit/clustering instant (``{}`` when the file is empty)."""
         rel, data = self._plan_file(instant, (REPLACE_COMMIT, CLUSTERING))
         return decode_replace_requested(data, self._full(rel))
 
-    def clean_plan(self, instant: Instant) -> dict[str, Any]:
+    def clean_plan(self, instant: Instant) -> CleanPlan:
         """``HoodieCleanerPlan`` of a clean instant."""
         rel, data = self._plan_file(instant, (CLEAN,))
-        return decode_clean_plan(data, self._full(rel))
+        return CleanPlan.from_record(decode_clean_plan(data, self._full(rel)))
 
-    def clean_metadata(self, instant: Instant) -> dict[str, Any]:
+    def clean_metadata(self, instant: Instant) -> CleanMetadata:
         """``HoodieCleanMetadata`` of a completed clean instant."""
         data = self.read_bytes(instant, InstantState.COMPLETED)
-        return decode_clean_metadata(data, self._full(self.state_file(instant, InstantState.COMPLETED) or ""))
+        rel = self.state_file(instant, InstantState.COMPLETED) or ""
+        return CleanMetadata.from_record(decode_clean_metadata(data, self._full(rel)))
 
-    def rollback_plan(self, instant: Instant) -> dict[str, Any]:
+    def rollback_plan(self, instant: Instant) -> RollbackPlan:
         """``HoodieRollbackPlan`` of a rollback instant."""
         rel, data = self._plan_file(instant, (ROLLBACK,))
-        return decode_rollback_plan(data, self._full(rel))
+        return RollbackPlan.from_record(decode_rollback_plan(data, self._full(rel)))
 
     def rollback_metadata(self, instant: Instant) -> dict[str, Any]:
         """``HoodieRollbackMetadata`` of a completed rollback instant."""
@@ -440,7 +441,7 @@ class Timeline:
             if inst.action != REPLACE_COMMIT or (as_of is not None and inst.time > as_of):
                 continue
             meta = self.commit_metadata(inst)
-            for partition, file_ids in (meta.get("partitionToReplaceFileIds") or {}).items():
+            for partition, file_ids in meta.replaced_file_ids.items():
                 for file_id in file_ids:
                     replaced[(partition, file_id)] = inst.time
         return replaced

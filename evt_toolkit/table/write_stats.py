@@ -32,12 +32,11 @@ def log_event_time_index(timeline: Timeline, stat: EventTimeStat) -> dict[tuple[
             meta = timeline.commit_metadata(inst)
         except EvtError:
             continue
-        for stats in (meta.get("partitionToWriteStats") or {}).values():
-            for st in stats or []:
-                name = str(st.get("path") or "").rsplit("/", 1)[-1]
-                value = _as_int(st.get(stat))
-                if name.startswith(".") and value is not None:
-                    out[(name, inst.time)] = value
+        for st in meta.write_stats:
+            name = st.file_name
+            value = st.min_event_time if stat == "minEventTime" else st.max_event_time
+            if name.startswith(".") and value is not None:
+                out[(name, inst.time)] = value
     return out
 
 
@@ -52,7 +51,7 @@ def delete_event_time_index(timeline: Timeline) -> dict[tuple[str, str], DeleteE
     for inst in timeline.completed_commits():
         try:
             meta = timeline.commit_metadata(inst)
-            text = (meta.get("extraMetadata") or {}).get(WRITE_DELETE_EVENT_TIMES)
+            text = meta.extra.get(WRITE_DELETE_EVENT_TIMES)
             if not text:
                 continue
             decoded = decode_delete_event_times(str(text), inst.time)

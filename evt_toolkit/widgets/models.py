@@ -53,6 +53,7 @@ from evt_toolkit.compaction.strategy import (
     to_epoch_ms,
 )
 from evt_toolkit.errors import EvtError, InvalidActionError, TimelineError
+from evt_toolkit.format.records import CompactionPlan
 from evt_toolkit.table.timeline import COMPACTION, LOG_COMPACTION
 
 if TYPE_CHECKING:
@@ -1668,24 +1669,22 @@ class InstantRow:
     plan: PlanSummary | None
 
 
-def plan_summary(instant: str, plan: Mapping[str, Any]) -> PlanSummary:
-    """Summarize a decoded ``HoodieCompactionPlan``."""
-    extra = dict(plan.get("extraMetadata") or {})
+def plan_summary(instant: str, plan: CompactionPlan) -> PlanSummary:
+    """Summarize a ``HoodieCompactionPlan``."""
+    extra = plan.extra
     ops: list[dict[str, Any]] = []
     n_logs = n_links = 0
-    for op in plan.get("operations") or []:
-        deltas = list(op.get("deltaFilePaths") or [])
-        links = list(op.get("symlinkOperations") or [])
-        n_logs += len(deltas)
-        n_links += len(links)
+    for op in plan.operations:
+        n_logs += len(op.delta_files)
+        n_links += len(op.links)
         ops.append(
             {
-                "partition_path": op.get("partitionPath") or "",
-                "file_id": op.get("fileId"),
-                "base_instant": op.get("baseInstantTime"),
-                "base_file": op.get("dataFilePath"),
-                "log_files": deltas,
-                "links": [f"{x.get('symlink')} → {x.get('target')}" for x in links],
+                "partition_path": op.partition_path,
+                "file_id": op.file_id,
+                "base_instant": op.base_instant,
+                "base_file": op.data_file,
+                "log_files": list(op.delta_files),
+                "links": [f"{x.symlink} → {x.target}" for x in op.links],
             }
         )
     t = extra.get(EXTRA_THRESHOLD_MS)

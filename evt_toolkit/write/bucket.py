@@ -48,10 +48,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from evt_toolkit.errors import EvtError
-
-#: ``KeyGenUtils.NULL_RECORDKEY_PLACEHOLDER`` / ``EMPTY_RECORDKEY_PLACEHOLDER``.
-NULL_RECORDKEY_PLACEHOLDER: Final = "__null__"
-EMPTY_RECORDKEY_PLACEHOLDER: Final = "__empty__"
+from evt_toolkit.format.keys import EMPTY_RECORDKEY_PLACEHOLDER, NULL_RECORDKEY_PLACEHOLDER
 
 _MASK32: Final = 0xFFFFFFFF
 _INT_MAX: Final = 0x7FFFFFFF

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import posixpath
 import time
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -28,10 +27,10 @@ from evt_toolkit.faults import fault_point
 from evt_toolkit.format.avro_arrow import avro_to_arrow_schema
 from evt_toolkit.format.eventtime import EpochUnit, event_time_stats
 from evt_toolkit.format.log_writer import META_FIELDS
-from evt_toolkit.format.metadata import write_stat
 from evt_toolkit.format.names import BaseFileName, new_write_token
 from evt_toolkit.format.ownership import BASE, WRITE, OwnedFile
 from evt_toolkit.format.properties import dump_properties
+from evt_toolkit.format.records import WriteStat
 from evt_toolkit.format.table_version import TEMP_FOLDER
 from evt_toolkit.storage.fs import TableStorage
 from evt_toolkit.storage.ownership import record_ownership
@@ -125,7 +124,7 @@ def write_base_file(
     task_partition_id: int,
     stage_id: int = 0,
     attempt_id: int = 0,
-) -> list[dict[str, Any]]:
+) -> list[WriteStat]:
     """Write a new file group's base file with ``upserts`` (all inserts) and return its ``HoodieWriteStat``.
 
     Args:
@@ -174,14 +173,14 @@ def write_base_file(
     elapsed = int((time.monotonic() - started) * 1000)
     fault_point("write.after_task")
     return [
-        write_stat(
+        WriteStat.of(
+            fg.partition_path,
             fileId=fg.file_id,
             path=rel,
             prevCommit="null",
             numWrites=rows.num_rows,
             numInserts=rows.num_rows,
             totalWriteBytes=len(payload),
-            partitionPath=fg.partition_path,
             fileSizeInBytes=len(payload),
             minEventTime=lo_et,
             maxEventTime=hi_et,

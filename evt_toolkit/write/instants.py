@@ -22,7 +22,9 @@ from evt_toolkit.errors import TimelineError
 __all__ = ["format_instant", "new_instant_time", "parse_instant", "step_instant"]
 
 _lock = threading.Lock()
-_last_issued: str = ""
+#: The last instant issued per table (base URI), as Hudi keeps one ``TimeGenerator`` per base path: another table's
+#: instants, even ones far in the future, never move this table's clock.
+_last_issued: dict[str, str] = {}
 
 
 def format_instant(moment: datetime) -> str:
@@ -73,13 +75,16 @@ def step_instant(instant: str) -> str:
     return format_instant(parse_instant(instant) + timedelta(milliseconds=1))
 
 
-def new_instant_time(existing: Iterable[str], timezone: str = "LOCAL", *, now: datetime | None = None) -> str:
-    """A new instant strictly greater than every instant in ``existing`` and every one issued by this process.
+def new_instant_time(
+    existing: Iterable[str], timezone: str = "LOCAL", *, now: datetime | None = None, scope: str = ""
+) -> str:
+    """A new instant strictly greater than every instant in ``existing`` and every one this process issued in ``scope``.
 
     Args:
         existing: instant times already on the timeline (any state, any action).
         timezone: ``hoodie.table.timeline.timezone``: ``UTC`` or ``LOCAL``.
         now: the current time (for tests); defaults to the clock.
+        scope: the table the instant is for (its base URI).
 
     Returns:
         A 17-digit instant.
@@ -90,7 +95,6 @@ def new_instant_time(existing: Iterable[str], timezone: str = "LOCAL", *, now: d
         >>> a < b
         True
     """
-    global _last_issued
     if now is None:
         now = datetime.now(UTC)
     if timezone.strip().upper() == "UTC":
@@ -99,8 +103,8 @@ def new_instant_time(existing: Iterable[str], timezone: str = "LOCAL", *, now: d
         moment = now.astimezone() if now.tzinfo is not None else now
     candidate = format_instant(moment)
     with _lock:
-        floor = max([_last_issued, *existing], default="")
+        floor = max([_last_issued.get(scope, ""), *existing], default="")
         if floor and candidate <= floor:
             candidate = step_instant(floor)
-        _last_issued = candidate
+        _last_issued[scope] = candidate
     return candidate

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from evt_toolkit.errors import EvtError, WriteError
 from evt_toolkit.format.names import LogFileName
+from evt_toolkit.format.records import CompactionOperation
 from evt_toolkit.storage.options import StorageOptions
 from evt_toolkit.write.bucket import bucket_id_from_file_id, new_bucket_file_id
 
@@ -198,7 +198,7 @@ CARRY_OVER_KEY = "evt.compaction.carry_over"
 
 
 def reserved_versions(
-    operation: Mapping[str, Any], compaction_instant: str, plan_extra: Mapping[str, Any] | None
+    operation: CompactionOperation, compaction_instant: str, plan_extra: Mapping[str, str] | None
 ) -> tuple[int, ...]:
     """All versions a pending plan operation keeps from writers in slice ``compaction_instant``.
 
@@ -207,7 +207,7 @@ def reserved_versions(
     longer replay first.
 
     Example:
-        >>> reserved_versions({"fileId": "f-0"}, "C", {CARRY_OVER_KEY: "true"})
+        >>> reserved_versions(CompactionOperation.from_record({"fileId": "f-0"}), "C", {CARRY_OVER_KEY: "true"})
         (1,)
     """
     versions = set(reserved_link_versions(operation, compaction_instant))
@@ -216,7 +216,7 @@ def reserved_versions(
     return tuple(sorted(versions))
 
 
-def reserved_link_versions(operation: Mapping[str, Any], compaction_instant: str) -> tuple[int, ...]:
+def reserved_link_versions(operation: CompactionOperation, compaction_instant: str) -> tuple[int, ...]:
     """Versions of the link names a compaction plan operation reserves in slice ``compaction_instant``.
 
     Args:
@@ -224,14 +224,13 @@ def reserved_link_versions(operation: Mapping[str, Any], compaction_instant: str
         compaction_instant: the plan's instant.
 
     Example:
-        >>> op = {"fileId": "f-0", "symlinkOperations": [{"symlink": ".f-0_C.log.2_1-0-1", "target": "x"}]}
+        >>> op = CompactionOperation.from_record(
+        ...     {"fileId": "f-0", "symlinkOperations": [{"symlink": ".f-0_C.log.2_1-0-1", "target": "x"}]}, "C")
         >>> reserved_link_versions(op, "C")
         (2,)
     """
-    file_id = str(operation.get("fileId") or "")
-    links = operation.get("symlinkOperations") or []
-    names = [str(link.get("symlink") or "") for link in links if isinstance(link, Mapping)]
-    return tuple(_log_versions([n.rsplit("/", 1)[-1] for n in names], file_id, compaction_instant))
+    names = [link.symlink.rsplit("/", 1)[-1] for link in operation.links]
+    return tuple(_log_versions(names, operation.file_id, compaction_instant))
 
 
 def plan_file_group_writes(

@@ -27,16 +27,17 @@ from evt_toolkit.errors import EvtError, SchemaMismatchError, StorageError, Writ
 from evt_toolkit.faults import fault_point
 from evt_toolkit.format.eventtime import EpochUnit, event_time_stats, to_epoch_ms
 from evt_toolkit.format.extra_metadata import DeleteEventTimes
+from evt_toolkit.format.keys import EMPTY_RECORDKEY_PLACEHOLDER, NULL_RECORDKEY_PLACEHOLDER
 from evt_toolkit.format.log_writer import (
     META_FIELDS,
     encode_avro_data_block,
     encode_avro_records,
     encode_delete_block,
 )
-from evt_toolkit.format.metadata import write_stat
 from evt_toolkit.format.names import BaseFileName, LogFileName, new_write_token
 from evt_toolkit.format.ownership import LOG, WRITE, OwnedFile
 from evt_toolkit.format.properties import dump_properties
+from evt_toolkit.format.records import WriteStat
 from evt_toolkit.format.table_version import table_version_format
 from evt_toolkit.storage.fs import TableStorage
 from evt_toolkit.storage.ownership import record_ownership
@@ -48,6 +49,7 @@ __all__ = [
     "BUCKET_COLUMN",
     "DELETE_ORDERING_COLUMN",
     "PARTITION_METAFILE",
+    "FileWritten",
     "check_required_fields",
     "partition_paths",
     "prepare_batch",
@@ -63,14 +65,10 @@ DELETE_ORDERING_COLUMN = "ordering_value"
 #: Epoch milliseconds of a deleted record's event time, when the delete batch carries the event-time field (recorded
 #: in the write stats, so a log of deletes has a known min event time; ``docs/data-safety.md`` §3).
 DELETE_EVENT_TIME_COLUMN = "_evt_event_time_ms"
-#: Key of a task's stat dict carrying its log file's :class:`DeleteEventTimes` to the driver (never committed).
-DELETE_EVENT_TIMES_STAT = "_evtDeleteEventTimes"
 PARTITION_METAFILE = ".hoodie_partition_metadata"
 IS_DELETED_FIELD = "_hoodie_is_deleted"
 
-# KeyGenUtils placeholders and PartitionPathEncodeUtils.DEFAULT_PARTITION_PATH.
-NULL_RECORDKEY_PLACEHOLDER = "__null__"
-EMPTY_RECORDKEY_PLACEHOLDER = "__empty__"
+# PartitionPathEncodeUtils.DEFAULT_PARTITION_PATH.
 DEFAULT_PARTITION_PATH = "__HIVE_DEFAULT_PARTITION__"
 
 _KEY, _PART, _COMMIT_TIME, _SEQNO, _FILE_NAME = (
@@ -548,18 +546,25 @@ def _fill_meta(upserts: pa.Table, spec: WriteJobSpec, fg: FileGroupWrite, task_p
     return pa.Table.from_arrays(columns, names=names)
 
 
+@dataclass(frozen=True, slots=True)
+class FileWritten:
+    """What a write task reports for one file it wrote: the file's write stat and, for a log with deletes, the
+    event times of the records it deleted (not a ``HoodieWriteStat`` field: the driver records them in the commit's
+    ``extraMetadata``)."""
+
+    stat: WriteStat
+    deleted: DeleteEventTimes | None = None
+
+
 def _write_stat(
-    spec: WriteJobSpec,
-    fg: FileGroupWrite,
-    out: _LogFileOut,
-    name: str,
-    elapsed_ms: int,
-) -> dict[str, Any]:
-    """One ``HoodieDeltaWriteStat`` in Jackson's field order (``HoodieWriteStat`` then ``HoodieDeltaWriteStat``)."""
+    fg: FileGroupWrite, out: _LogFileOut, name: str, elapsed_ms: int, overrides: dict[str, Any]
+) -> WriteStat:
+    """One ``HoodieDeltaWriteStat`` in Jackson's field order (``HoodieWriteStat`` then ``HoodieDeltaWriteStat``);
+    ``overrides`` are the fields whose meaning the table version changed."""
     path = posixpath.join(fg.partition_path, name) if fg.partition_path else name
     size = out.size
     new_group = fg.is_new_file_group
-    return write_stat(
+    fields: dict[str, Any] = dict(
         fileId=fg.file_id,
         path=path,
         prevCommit=fg.prev_commit,
@@ -570,7 +575,6 @@ def _write_stat(
         numUpdateWrites=0 if new_group else out.records,
         numInserts=out.records if new_group else 0,
         totalWriteBytes=size,
-        partitionPath=fg.partition_path,
         fileSizeInBytes=size,
         minEventTime=out.min_event_time,
         maxEventTime=out.max_event_time,
@@ -582,6 +586,8 @@ def _write_stat(
         logFiles=[*fg.existing_log_files, name],
         recordsStats={"val": None},
     )
+    fields.update(overrides)
+    return WriteStat.of(fg.partition_path, **fields)
 
 
 def write_file_group(
@@ -592,7 +598,7 @@ def write_file_group(
     task_partition_id: int,
     stage_id: int = 0,
     attempt_id: int = 0,
-) -> list[dict[str, Any]]:
+) -> list[FileWritten]:
     """Write one file group's new log file(s) for a deltacommit and return their write stats.
 
     Writes, in order: the partition metafile if the partition is new, a DIRECT ``APPEND`` marker, then the log files
@@ -621,7 +627,7 @@ def write_file_group(
         [{'fileId': '00000001-...-0', 'path': 'region=eu/.00000001-..._20250101000000000.log.1_0-0-0', ...}]
     """
     if fg.creates_base_file:
-        return write_base_file(spec, fg, upserts, task_partition_id, stage_id, attempt_id)
+        return [FileWritten(st) for st in write_base_file(spec, fg, upserts, task_partition_id, stage_id, attempt_id)]
     started = time.monotonic()
     storage = TableStorage.from_uri(spec.table_uri, spec.storage_options)
     token = new_write_token(task_partition_id, stage_id, attempt_id)
@@ -687,18 +693,14 @@ def write_file_group(
             slice_base_instant=fg.base_instant,
         )
         storage.write_bytes_atomic(marker, b"", overwrite=True)
-    stats: list[dict[str, Any]] = []
+    written: list[FileWritten] = []
     for out, name, rel in zip(files, names, rels, strict=True):
         try:
             storage.write_bytes_atomic(rel, b"".join(out.chunks))
         except StorageError as exc:
             raise WriteError(f"instant {spec.instant}: cannot write log file {storage.full_path(rel)}: {exc}") from exc
         elapsed = int((time.monotonic() - started) * 1000)
-        stat = _write_stat(spec, fg, out, name, elapsed)
-        stat.update(fmt.delta_stat_fields(write_instant=spec.instant, log_file_name=name))
-        if out.deleted is not None:
-            # Not a HoodieWriteStat field: the driver moves it into the commit's extraMetadata.
-            stat[DELETE_EVENT_TIMES_STAT] = out.deleted
-        stats.append(stat)
+        overrides = fmt.delta_stat_fields(write_instant=spec.instant, log_file_name=name)
+        written.append(FileWritten(_write_stat(fg, out, name, elapsed, overrides), out.deleted))
     fault_point("write.after_task")
-    return stats
+    return written

@@ -40,6 +40,7 @@ from evt_toolkit.format.log_writer import META_FIELDS, arrow_to_avro_schema, avr
 from evt_toolkit.format.metadata import write_stat
 from evt_toolkit.format.names import COMPLETED, INFLIGHT, REQUESTED
 from evt_toolkit.format.ownership import WRITE
+from evt_toolkit.format.records import CommitMetadata, WriteStat
 from evt_toolkit.format.table_version import WRITABLE_TABLE_VERSIONS, table_version_format
 from evt_toolkit.storage.ownership import drop_ownership, owned_files
 from evt_toolkit.table.guards import require_writable
@@ -60,7 +61,7 @@ from evt_toolkit.write.plan import (
 from evt_toolkit.write.simple_index import DEFAULT_INSERT_SPLIT_SIZE, key_locations, plan_simple_index_writes
 from evt_toolkit.write.task import (
     BUCKET_COLUMN,
-    DELETE_EVENT_TIMES_STAT,
+    FileWritten,
     check_required_fields,
     prepare_batch,
     write_file_group,
@@ -73,7 +74,7 @@ __all__ = ["Executor", "TaskInput", "local_executor", "write"]
 
 TaskInput = tuple[FileGroupWrite, pa.Table, pa.Table]
 #: ``executor(spec, tasks) -> stats per task``: runs :func:`write_file_group` for every task (e.g. as a Spark job).
-Executor = Callable[[WriteJobSpec, list[TaskInput]], list[list[dict[str, Any]]]]
+Executor = Callable[[WriteJobSpec, list[TaskInput]], list[list[FileWritten]]]
 
 DELTA_COMMIT = "deltacommit"
 #: Key generators whose keys and partition paths :mod:`evt_toolkit.write.task` reproduces.
@@ -83,7 +84,7 @@ _MAX_DATA_BLOCK_SIZE_KEY = "hoodie.logfile.data.block.max.size"
 _INSERT_SPLIT_SIZE_KEY = "hoodie.copyonwrite.insert.split.size"
 
 
-def local_executor(spec: WriteJobSpec, tasks: list[TaskInput]) -> list[list[dict[str, Any]]]:
+def local_executor(spec: WriteJobSpec, tasks: list[TaskInput]) -> list[list[FileWritten]]:
     """Run every task in this process, one after the other (task partition id = position)."""
     return [write_file_group(spec, fg, up, de, task_partition_id=i) for i, (fg, up, de) in enumerate(tasks)]
 
@@ -222,11 +223,10 @@ def _pending_reservations(table: Table) -> list[PendingCompactionReservation]:
     out: list[PendingCompactionReservation] = []
     for inst in table.timeline.pending_compactions():
         plan = table.timeline.compaction_plan(inst)
-        extra = plan.get("extraMetadata") or {}
-        for op in plan.get("operations") or []:
+        for op in plan.operations:
             out.append(
                 PendingCompactionReservation(
-                    op.get("partitionPath") or "", op["fileId"], inst.time, reserved_versions(op, inst.time, extra)
+                    op.partition_path, op.file_id, inst.time, reserved_versions(op, inst.time, plan.extra)
                 )
             )
     return out
@@ -260,13 +260,15 @@ def _pairs(rows: pa.Table) -> set[tuple[str, int]]:
 # -- timeline ---------------------------------------------------------------------------------------------------------
 
 
-def _profile_stat(file_id: str, prev_commit: str, updates: int, inserts: int) -> dict[str, Any]:
+def _profile_stat(partition: str, file_id: str, prev_commit: str, updates: int, inserts: int) -> WriteStat:
     """A ``HoodieWriteStat`` of the inflight workload profile (``BaseCommitActionExecutor.saveWorkloadProfile...``)."""
-    return write_stat(fileId=file_id, prevCommit=prev_commit, numUpdateWrites=updates, numInserts=inserts)
+    return WriteStat.from_record(
+        partition, write_stat(fileId=file_id, prevCommit=prev_commit, numUpdateWrites=updates, numInserts=inserts)
+    )
 
 
-def _workload_profile(tasks: list[TaskInput], operation_type: str) -> dict[str, Any]:
-    by_partition: dict[str, list[dict[str, Any]]] = {}
+def _workload_profile(tasks: list[TaskInput], operation_type: str) -> CommitMetadata:
+    by_partition: dict[str, list[WriteStat]] = {}
     inserts: dict[str, int] = {}
     for fg, up, de in tasks:
         stats = by_partition.setdefault(fg.partition_path, [])
@@ -274,15 +276,12 @@ def _workload_profile(tasks: list[TaskInput], operation_type: str) -> dict[str, 
             # Records of new buckets are untagged inserts; Hudi profiles them per partition under fileId "".
             inserts[fg.partition_path] = inserts.get(fg.partition_path, 0) + up.num_rows
         else:
-            stats.append(_profile_stat(fg.file_id, fg.prev_commit, up.num_rows + de.num_rows, 0))
+            stats.append(_profile_stat(fg.partition_path, fg.file_id, fg.prev_commit, up.num_rows + de.num_rows, 0))
     for partition, count in inserts.items():
-        by_partition[partition].insert(0, _profile_stat("", "null", 0, count))
-    return {
-        "partitionToWriteStats": {p: by_partition[p] for p in sorted(by_partition)},
-        "compacted": False,
-        "extraMetadata": {},
-        "operationType": operation_type,
-    }
+        by_partition[partition].insert(0, _profile_stat(partition, "", "null", 0, count))
+    return CommitMetadata.of(
+        (st for p in sorted(by_partition) for st in by_partition[p]), operation_type=operation_type
+    )
 
 
 def _instant_file(table: Table, instant: str, state: str, completion: str | None = None) -> str:
@@ -369,7 +368,7 @@ def write(
     # that it never becomes the table schema.
     first_delete = op == "delete" and latest_avro_schema(cfg, timeline) is None
     schema_text = "" if first_delete else avro_schema_json(writer_schema)
-    instant = new_instant_time(_timeline_times(table), cfg.timezone)
+    instant = new_instant_time(_timeline_times(table), cfg.timezone, scope=table.storage.uri)
     spec = WriteJobSpec(
         table_uri=table.storage.uri,
         storage_options=table.storage.options,
@@ -432,7 +431,8 @@ def write(
     storage.write_bytes_atomic(_instant_file(table, instant, REQUESTED), b"")
     fault_point("write.after_requested")
     storage.write_bytes_atomic(
-        _instant_file(table, instant, INFLIGHT), fmt.encode_commit_metadata(_workload_profile(tasks, operation_type))
+        _instant_file(table, instant, INFLIGHT),
+        fmt.encode_commit_metadata(_workload_profile(tasks, operation_type).to_record()),
     )
     fault_point("write.after_inflight")
     run = executor or local_executor
@@ -448,38 +448,34 @@ def write(
         table.refresh()
         raise WriteError(f"deltacommit {instant}: the executor returned {len(results)} results for {len(tasks)} tasks")
 
-    partition_stats: dict[str, list[dict[str, Any]]] = {}
+    written_stats: list[WriteStat] = []
     deleted: dict[str, DeleteEventTimes] = {}
-    for stats in results:
-        for st in stats:
-            d = st.pop(DELETE_EVENT_TIMES_STAT, None)
-            if d is not None:
-                deleted[str(st["path"])] = d
-            partition_stats.setdefault(st["partitionPath"], []).append(st)
+    for files in results:
+        for f in files:
+            if f.deleted is not None:
+                deleted[f.stat.path] = f.deleted
+            written_stats.append(f.stat)
     extra = {"schema": schema_text} if schema_text else {}
     if deleted:
         extra[WRITE_DELETE_EVENT_TIMES] = encode_delete_event_times(deleted)
-    metadata = {
-        "partitionToWriteStats": {p: partition_stats[p] for p in sorted(partition_stats)},
-        "compacted": False,
-        "extraMetadata": extra,
-        "operationType": operation_type,
-    }
+    metadata = CommitMetadata.of(
+        sorted(written_stats, key=lambda st: st.partition_path), extra=extra, operation_type=operation_type
+    )
     # HoodieTable.reconcileAgainstMarkers: files a failed task attempt created, which no write stat lists, would be
     # read as part of the committed instant; they go before it completes.
-    written = {str(st["path"]) for stats in results for st in stats}
+    written = set(metadata.paths())
     for path in owned_files(storage, instant, [WRITE]):
         if path not in written:
             storage.delete_file(path)
     fault_point("write.before_complete")
     # Layout 2 names the completed file with the completion time, issued now and after every time on the timeline.
     completion = (
-        new_instant_time([*_timeline_times(table.refresh()), instant], cfg.timezone)
+        new_instant_time([*_timeline_times(table.refresh()), instant], cfg.timezone, scope=table.storage.uri)
         if fmt.timeline_layout >= 2
         else None
     )
     storage.write_bytes_atomic(
-        _instant_file(table, instant, COMPLETED, completion), fmt.encode_commit_metadata(metadata)
+        _instant_file(table, instant, COMPLETED, completion), fmt.encode_commit_metadata(metadata.to_record())
     )
     fault_point("write.after_complete")
     # Hudi deletes the instant's marker folder once the commit is complete (WriteMarkers.quietDeleteMarkerDir). On

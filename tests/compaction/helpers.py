@@ -97,11 +97,11 @@ def expected_ro(t: evt.HudiTable, instant: str) -> pa.Table:
     _, plan = load_pending_plan(t, instant)
     ctx = ReadSpec.of(t).context(None, storage=t.storage)
     parts = []
-    planned = {(op.get("partitionPath") or "", op["fileId"]) for op in plan["operations"]}
-    for op in plan["operations"]:
-        p = op.get("partitionPath") or ""
+    planned = {(op.partition_path, op.file_id) for op in plan.operations}
+    for op in plan.operations:
+        p = op.partition_path
         logs = []
-        for name in op["deltaFilePaths"]:
+        for name in op.delta_files:
             rel = f"{p}/{name}" if p else name
             parsed = __import__("evt_toolkit.format.names", fromlist=["LogFileName"]).LogFileName.parse(name)
             logs.append(
@@ -117,12 +117,12 @@ def expected_ro(t: evt.HudiTable, instant: str) -> pa.Table:
                 )
             )
         base = None
-        if op.get("dataFilePath"):
-            name = op["dataFilePath"]
+        if op.data_file:
+            name = op.data_file
             rel = f"{p}/{name}" if p else name
             bn = __import__("evt_toolkit.format.names", fromlist=["BaseFileName"]).BaseFileName.parse(name)
             base = BaseFile(rel, name, bn.file_id, bn.instant, bn.write_token, t.storage.size(rel))
-        parts.append(read_file_slice(ctx, FileSlice(p, op["fileId"], op["baseInstantTime"], base, tuple(logs))))
+        parts.append(read_file_slice(ctx, FileSlice(p, op.file_id, op.base_instant, base, tuple(logs))))
     ro = t.read("read_optimized")
     for b in t.view.latest_base_files():
         if (b.path.rsplit("/", 1)[0] if "/" in b.path else "", b.file_id) not in planned:

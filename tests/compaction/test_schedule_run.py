@@ -237,8 +237,8 @@ def test_bad_inputs_named(tmp_path: Path) -> None:
     t = _built(tmp_path / "a", "commit_time")
     c = schedule_compaction(t, _strategy())
     assert c is not None
-    op = c.plan["operations"][0]
-    victim = Path(t.storage.full_path(f"{op['partitionPath']}/{op['deltaFilePaths'][0]}"))
+    op = c.plan.operations[0]
+    victim = Path(t.storage.full_path(f"{op.partition_path}/{op.delta_files[0]}"))
     data = bytearray(victim.read_bytes())
     data[20:40] = b"\xff" * 20
     victim.write_bytes(bytes(data))
@@ -250,8 +250,8 @@ def test_bad_inputs_named(tmp_path: Path) -> None:
     t = _built(tmp_path / "b", "commit_time")
     c = schedule_compaction(t, _strategy())
     assert c is not None
-    op = c.plan["operations"][0]
-    gone = Path(t.storage.full_path(f"{op['partitionPath']}/{op['deltaFilePaths'][-1]}"))
+    op = c.plan.operations[0]
+    gone = Path(t.storage.full_path(f"{op.partition_path}/{op.delta_files[-1]}"))
     gone.unlink()
     with pytest.raises(PlanValidationError, match=gone.name):
         run_compaction(t, c.instant)
@@ -284,8 +284,8 @@ def test_missing_base_file_named(tmp_path: Path) -> None:
     t.write(rows(range(0, 10), 99, 200))
     c2 = schedule_compaction(t, EventTimeBasedCompactionStrategy(threshold=BASE + 1000))
     assert c2 is not None
-    op = next(o for o in c2.plan["operations"] if o.get("dataFilePath"))
-    base = Path(t.storage.full_path(f"{op['partitionPath']}/{op['dataFilePath']}"))
+    op = next(o for o in c2.plan.operations if o.data_file)
+    base = Path(t.storage.full_path(f"{op.partition_path}/{op.data_file}"))
     base.unlink()
     with pytest.raises(PlanValidationError, match=base.name):
         run_compaction(t, c2.instant)
@@ -296,7 +296,7 @@ def test_failed_run_then_rerun_is_identical(tmp_path: Path) -> None:
     before = snapshot(t)
     c = schedule_compaction(t, _strategy())
     assert c is not None
-    target = c.plan["operations"][-1]["fileId"]
+    target = c.plan.operations[-1].file_id
 
     def boom(task: Any, stage: str) -> None:
         if stage == "written" and task.file_id == target:
@@ -321,7 +321,7 @@ def test_spark_run_equals_local_and_survives_task_failure(tmp_path: Path, spark:
     c_remote = schedule_compaction(remote, _strategy())
     assert c_local is not None and c_remote is not None
     before = snapshot(remote)
-    target = c_remote.plan["operations"][0]["fileId"]
+    target = c_remote.plan.operations[0].file_id
 
     def boom(task: Any, stage: str) -> None:
         if stage == "written" and task.file_id == target:

@@ -121,12 +121,12 @@ def _run_with_concurrent_writer(tmp_path: Path, spark: Any) -> None:
         parsed = LogFileName.parse(link.symlink)
         assert parsed is not None
         top_link[parsed.file_id] = max(top_link.get(parsed.file_id, 0), parsed.version)
-    planned = {op["fileId"] for op in c.plan["operations"]}
+    planned = {op.file_id for op in c.plan.operations}
     for inst in ours:
         meta = t.timeline.commit_metadata(inst)
-        for stats in meta["partitionToWriteStats"].values():
+        for stats in [meta.write_stats]:
             for st in stats:
-                name = str(st["path"]).rsplit("/", 1)[-1]
+                name = st.file_name
                 log = LogFileName.parse(name)
                 assert log is not None, name
                 if log.file_id in planned:

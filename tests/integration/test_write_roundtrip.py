@@ -479,7 +479,7 @@ def test_write_to_pending_compaction_slice(tmp_path: Path) -> None:
     data = encode_avro_container(plan, json.dumps(schema))
     (path / ".hoodie" / f"{c}.compaction.requested").write_bytes(data)
     t.refresh()
-    assert t.timeline.compaction_plan(t.timeline.instant(c))["operations"][0]["fileId"] == s.file_id
+    assert t.timeline.compaction_plan(t.timeline.instant(c)).operations[0].file_id == s.file_id
     # The stock plan schema has no symlinkOperations field: reserve the link versions through the planner's input.
     from evt_toolkit.write import writer as writer_module
     from evt_toolkit.write.plan import PendingCompactionReservation

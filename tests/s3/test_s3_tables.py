@@ -14,7 +14,6 @@ from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
 from evt_toolkit.compaction.executor import run_compaction
 from evt_toolkit.compaction.schedule import schedule_compaction
 from evt_toolkit.compaction.validate import validate_compaction
-from evt_toolkit.format.links import links_from_plan
 from evt_toolkit.storage import count_requests
 from evt_toolkit.storage.links import create_links
 from tests.compaction.helpers import BASE, create, deletes, rows, same
@@ -119,7 +118,7 @@ def test_copy_mode_compaction_clean_and_server_side_links(s3_server: S3Server, s
     c = schedule_compaction(t, _strategy(), link_mode="copy", link_timing="execute")
     assert c is not None
     plan = t.refresh().timeline.compaction_plan(next(i for i in t.timeline.instants if i.time == c.instant))
-    links = links_from_plan(plan)
+    links = list(plan.links)
     assert links, "the plan leaves logs behind"
     linked = sum(t.storage.size(link.target_path) for link in links)
     with count_requests() as cnt:
@@ -199,7 +198,7 @@ def test_two_schedulers_race_for_one_instant(s3_server: S3Server, s3_bucket: str
     results = [_wait(p) for p in procs]
     ok = [r for r in results if r[0] == 0]
     failed = [r for r in results if r[0] != 0]
-    assert len(ok) == 1 and len(failed) == 1, [(r[0], r[2][-500:]) for r in results]
+    assert len(ok) == 1 and len(failed) == 1, "\n\n".join(f"exit {r[0]}: {r[2][-1500:]}" for r in results)
     # Started together, the loser's create-only PUT of the plan fails; on a machine too loaded to start them together
     # the later one sees the winner's plan first and is refused before writing. Either way: one plan, a clear error.
     err = failed[0][2]
@@ -237,5 +236,5 @@ def test_two_writers_race_for_one_instant(s3_server: S3Server, s3_bucket: str, t
     _check(t, s3_server.options, oracle_of([*HISTORY, ("upsert", won)]), "only the winner wrote")
     after = {f.path for f in t.storage.list_files("") if not f.path.startswith(".hoodie/")}
     meta = t.timeline.commit_metadata(next(i for i in t.timeline.instants if i.time == instant))
-    written = {st["path"] for stats in meta["partitionToWriteStats"].values() for st in stats}
+    written = set(meta.paths())
     assert after - before == written, "the loser left no file behind"

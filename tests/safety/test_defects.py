@@ -17,7 +17,7 @@ import evt_toolkit as evt
 from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
 from evt_toolkit.compaction.strategy import UnBoundedCompactionStrategy
 from evt_toolkit.errors import EvtError, PlanValidationError, ReadError, UnsupportedTableError
-from evt_toolkit.services.clean_planner import KEEP_LATEST_FILE_VERSIONS
+from evt_toolkit.services.clean_planner import KEEP_LATEST_COMMITS, KEEP_LATEST_FILE_VERSIONS
 from tests.conftest import SKIP_NO_SHARED, fixture_names, fixture_table_path
 from tests.faults import assert_killed, run_child
 from tests.normalize import assert_same_rows
@@ -199,6 +199,29 @@ def test_an_incremental_window_whose_files_were_cleaned_is_refused_not_partial(t
     with pytest.raises(ReadError):
         tt.t.read(as_of=i2)
     same(tt.t.read("incremental", begin="0" * 17), whole, "incremental to the latest commit")
+
+
+@pytest.mark.parametrize("policy", [KEEP_LATEST_FILE_VERSIONS, KEEP_LATEST_COMMITS])
+def test_a_clean_killed_after_its_deletes_bounds_time_travel_until_it_completes(tmp_path: Path, policy: str) -> None:
+    """Found by the long model run: a clean killed after deleting files (not resumed) left time travel to an older
+    write answering 0 rows silently; only completed cleans bounded reads. A pending clean's plan bounds them too."""
+    tt = Tracked(make(tmp_path / "t"), "commit_time")
+    i1 = tt.upsert(batch(["a", "b"], 1, 1))
+    tt.upsert(batch(["c"], 2, 2))
+    for _ in range(2):
+        c = tt.t.compaction.schedule(UnBoundedCompactionStrategy())
+        assert c is not None
+        tt.t.compaction.run(c)
+        tt.upsert(batch(["a"], 3, 3))
+    assert tt.t.read(as_of=i1).num_rows == 2
+    assert_killed(run_child(Path(tt.t.path), "clean.after_delete", "clean", policy, "1"))
+    t = evt.HudiTable.open(tt.t.path)
+    assert [i.state.value for i in t.timeline.instants if i.action == "clean"] == ["INFLIGHT"]
+    with pytest.raises(ReadError, match="earliest instant still readable"):
+        t.read(as_of=i1)
+    with pytest.raises(ReadError):
+        t.read("incremental", begin="0" * 17, end=i1)
+    same(t.read(), tt.t.read(), "the snapshot is untouched by the killed clean")
 
 
 V6_MOR = [n for n in fixture_names() if n.startswith("mor_") and "_v6" in n]

@@ -46,6 +46,7 @@ from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
 from evt_toolkit.compaction.strategy import UnBoundedCompactionStrategy
 from evt_toolkit.errors import PendingTableServiceError, ReadError, TimelineError
 from evt_toolkit.format.names import LogFileName
+from evt_toolkit.format.records import CompactionPlan
 from evt_toolkit.services.clean_planner import KEEP_LATEST_COMMITS, KEEP_LATEST_FILE_VERSIONS
 from evt_toolkit.table.timeline import COMPACTION, DELTA_COMMIT
 from tests.faults import run_child, save_batch
@@ -306,7 +307,7 @@ class Lifecycle(RuleBasedStateMachine):
         self.t.compaction.run(c)
         self._apply_compaction(c, plan)
 
-    def _apply_compaction(self, c: str, plan: dict[str, Any]) -> None:
+    def _apply_compaction(self, c: str, plan: CompactionPlan) -> None:
         self.t.refresh()
         ro = self.t.read("read_optimized")
         ro_by_group: dict[str, dict[str, dict[str, Any] | None]] = {}
@@ -314,9 +315,9 @@ class Lifecycle(RuleBasedStateMachine):
             group = _group(row["_hoodie_partition_path"], row["_hoodie_file_name"])
             ro_by_group.setdefault(group, {})[str(row["id"])] = {c2: row[c2] for c2 in COLS}
         slices = {_group(r["partition_path"], r["file_id"]): r for r in self.t.file_slices().to_pylist()}
-        for op in plan.get("operations") or []:
-            group = _group(op.get("partitionPath") or "", str(op["fileId"]))
-            n = len(op.get("deltaFilePaths") or [])
+        for op in plan.operations:
+            group = _group(op.partition_path, op.file_id)
+            n = len(op.delta_files)
             seen = ro_by_group.get(group, {})
             problems, carried = self.model.compact(group, n, _with_model_rows(seen, self.model, group))
             assert not problems, problems

@@ -213,7 +213,7 @@ def test_clean_after_several_compactions(tmp_path: Path, link_mode: str, policy:
         assert plan["earliestInstantToRetain"]["state"] == "COMPLETED"
     else:
         assert plan["earliestInstantToRetain"] is None and meta["earliestCommitToRetain"] == ""
-    assert t.timeline.clean_metadata(t.timeline.instant(res.instant, "clean"))["totalFilesDeleted"] == len(gone)
+    assert t.timeline.clean_metadata(t.timeline.instant(res.instant, "clean")).total_files_deleted == len(gone)
 
     # Nothing left to clean, and the table keeps working.
     assert t.clean(policy, 1).files == ()
@@ -228,9 +228,9 @@ def test_clean_keeps_what_a_pending_compaction_needs(tmp_path: Path) -> None:
     assert c is not None
     snap = t.read()
     needed: set[str] = set()
-    for op in c.plan["operations"]:
-        p = op["partitionPath"]
-        names = [op["dataFilePath"], *op["deltaFilePaths"], *(x["target"] for x in op["symlinkOperations"] or [])]
+    for op in c.plan.operations:
+        p = op.partition_path
+        names = [op.data_file, *op.delta_files, *(x.target for x in op.links)]
         needed.update(f"{p}/{n}" for n in names if n)
     for policy in (KEEP_LATEST_COMMITS, KEEP_LATEST_FILE_VERSIONS):
         res = t.clean(policy, 1, dry_run=False)

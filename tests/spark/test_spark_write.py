@@ -72,7 +72,7 @@ def _commit_stats(path: Path, instant: str) -> list[dict[str, Any]]:
     t = evt.HudiTable.open(path)
     inst = next(i for i in t.timeline.completed_commits() if i.time == instant)
     meta = t.timeline.commit_metadata(inst)
-    return [st for stats in meta["partitionToWriteStats"].values() for st in stats]
+    return [dict(st.record) for st in meta.write_stats]
 
 
 def _assert_one_task_per_file_group(path: Path, instant: str) -> None:

@@ -32,6 +32,7 @@ from evt_toolkit.compaction.strategy import (
 from evt_toolkit.errors import PlanValidationError
 from evt_toolkit.format.links import Link
 from evt_toolkit.format.metadata import decode_compaction_plan, load_schema
+from evt_toolkit.format.records import CompactionPlan
 
 C = "20250105000000000"
 B = "20250101000000000"
@@ -52,7 +53,7 @@ def slices() -> list[SliceInfo]:
     ]
 
 
-def event_plan(t: int = 50) -> dict[str, Any]:
+def event_plan(t: int = 50) -> CompactionPlan:
     s = EventTimeBasedCompactionStrategy(threshold=t, event_time_field="ts")
     plan = build_plan(s.select_operations(slices(), now_ms=10**13), C, s, t, "symlink", "schedule")
     assert plan is not None
@@ -60,7 +61,9 @@ def event_plan(t: int = 50) -> dict[str, Any]:
 
 
 def test_plan_shape() -> None:
-    plan = event_plan()
+    typed = event_plan()
+    assert [(x.mode, x.timing, x.compaction_instant) for x in typed.links] == [("symlink", "schedule", C)] * 2
+    plan = typed.to_record()  # the Avro record written to C.compaction.requested
     assert plan["version"] == 2 and plan["strategy"] is None and plan["preserveHoodieMetadata"] is False
     ops = plan["operations"]
     assert isinstance(ops, list)
@@ -110,9 +113,9 @@ def test_empty_plan_is_none_and_hudi_strategy_has_no_links() -> None:
     hudi = LogFileSizeBasedCompactionStrategy()
     plan = build_plan(hudi.select_operations(slices()), C, hudi)
     assert plan is not None
-    assert all(op["symlinkOperations"] is None for op in plan["operations"])
-    assert EXTRA_THRESHOLD_MS not in plan["extraMetadata"]
-    assert plan["extraMetadata"]["evt.compaction.strategy.hoodie.compaction.target.io"] == "512000"
+    assert not plan.links and all(op["symlinkOperations"] is None for op in plan.to_record()["operations"])
+    assert EXTRA_THRESHOLD_MS not in plan.extra
+    assert plan.extra["evt.compaction.strategy.hoodie.compaction.target.io"] == "512000"
 
 
 def test_plan_validation() -> None:
@@ -148,7 +151,7 @@ def test_encoded_plan_decodes_with_extended_and_stock_schema() -> None:
     assert data.startswith(b"Obj\x01")
     # Our reader.
     ours: Any = next(iter(fastavro.reader(io.BytesIO(data))))
-    assert ours["operations"][0]["symlinkOperations"] == plan["operations"][0]["symlinkOperations"]
+    assert ours["operations"][0]["symlinkOperations"] == plan.to_record()["operations"][0]["symlinkOperations"]
     # Java's reader schema (stock v6): schema resolution skips the extra field.
     stock = fastavro.parse_schema(json.loads(load_schema("HoodieCompactionPlan.v6")))
     java_view: Any = next(iter(fastavro.reader(io.BytesIO(data), reader_schema=stock)))
@@ -156,15 +159,16 @@ def test_encoded_plan_decodes_with_extended_and_stock_schema() -> None:
     assert java_view["operations"][0]["deltaFilePaths"] == [f".a_{B}.log.1_0-0-0"]
     assert java_view["version"] == 2
     # The timeline decoder keeps the extension.
-    decoded = decode_compaction_plan(data, f".hoodie/{C}.compaction.requested")
-    link = plan_links(decoded, C)[("city=x", "a")][0]
+    decoded = CompactionPlan.from_record(decode_compaction_plan(data, f".hoodie/{C}.compaction.requested"), C)
+    link = plan_links(decoded)[("city=x", "a")][0]
     assert (link.partition_path, link.symlink, link.target) == ("city=x", f".a_{C}.log.1_1-0-1", f".a_{B}.log.2_1-0-1")
-    assert decoded["extraMetadata"] == plan["extraMetadata"]
+    assert decoded.extra == plan.extra and decoded.links == plan.links
+    assert decoded.to_record() == plan.to_record()
 
 
 def test_stock_plan_reads_with_extended_schema() -> None:
     # A plan Hudi wrote (no symlinkOperations) resolves against our schema with the default null.
-    plan = event_plan()
+    plan = event_plan().to_record()
     for op in plan["operations"]:
         op.pop("symlinkOperations")
     from evt_toolkit.format.metadata import encode_avro_container

@@ -70,7 +70,7 @@ def test_v6_uncommitted_log_has_inflight_deltacommit() -> None:
     last = tl.last_completed_commit()
     assert last is not None and last.time == "20260815174512044"
     # The inflight workload file is JSON commit metadata; the requested file is empty.
-    assert tl.commit_metadata(pending)["partitionToWriteStats"]
+    assert tl.commit_metadata(pending).write_stats
     assert tl.read_bytes(pending, InstantState.REQUESTED) == b""
     with pytest.raises(TimelineError, match=r"20260815174509450\.deltacommit"):
         tl.read_bytes(pending, InstantState.COMPLETED)
@@ -93,8 +93,8 @@ def test_v9_completion_times_and_compaction_as_commit() -> None:
     assert compaction.file_name == ".hoodie/timeline/20260307135839895_20260307135840408.commit"
     assert tl.instant("20260307135839895", "compaction") == compaction
     plan = tl.compaction_plan(compaction)
-    assert plan["operations"] and all(op["baseInstantTime"] for op in plan["operations"])
-    assert tl.commit_metadata(compaction)["compacted"] is True
+    assert plan.operations and all(op.base_instant for op in plan.operations)
+    assert tl.commit_metadata(compaction).compacted is True
 
     clustering = tl.instant("20260307135840454")
     assert clustering.action == "replacecommit" and clustering.completion_time == "20260307135840902"
@@ -133,7 +133,7 @@ def test_v9_rollback_accessors() -> None:
     tl = _load("mor_v9_nonpartitioned_rollback")
     rb = tl.instant("20260403184259077")
     assert rb.action == "rollback" and rb.is_completed
-    assert tl.rollback_plan(rb)["instantToRollback"]["commitTime"] == "20260403184242950"
+    assert tl.rollback_plan(rb).target == "20260403184242950"
     assert tl.rollback_metadata(rb)["commitsRollback"] == ["20260403184242950"]
     # The rolled-back instant left no files.
     with pytest.raises(TimelineError, match="20260403184242950"):
@@ -164,7 +164,7 @@ def test_log_compaction_completes_as_deltacommit() -> None:
     tl = _load("mor_table_log_compaction")
     inst = tl.instant("20260409030522412")
     assert inst.action == "deltacommit" and inst.is_completed
-    assert tl.compaction_plan(inst)["operations"]
+    assert tl.compaction_plan(inst).operations
 
 
 # -- synthetic layout-1 timeline --------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from evt_toolkit.errors import TimelineError, WriteError
+from evt_toolkit.format.records import CompactionOperation
 from evt_toolkit.write import instants
 from evt_toolkit.write.instants import format_instant, new_instant_time, parse_instant, step_instant
 from evt_toolkit.write.plan import (
@@ -111,16 +112,20 @@ def test_non_bucket_file_group_is_refused() -> None:
 
 
 def test_reserved_link_versions_reads_symlink_names_of_the_group() -> None:
-    op = {
-        "fileId": FID1,
-        "symlinkOperations": [
-            {"symlink": _log(FID1, C, 1, "1-0-1"), "target": _log(FID1, B1, 3)},
-            {"symlink": "p=a/" + _log(FID1, C, 2, "1-0-1"), "target": _log(FID1, B1, 4)},
-            {"symlink": _log(FID2, C, 9), "target": "x"},
-        ],
-    }
+    op = CompactionOperation.from_record(
+        {
+            "fileId": FID1,
+            "symlinkOperations": [
+                {"symlink": _log(FID1, C, 1, "1-0-1"), "target": _log(FID1, B1, 3)},
+                {"symlink": "p=a/" + _log(FID1, C, 2, "1-0-1"), "target": _log(FID1, B1, 4)},
+                {"symlink": _log(FID2, C, 9), "target": "x"},
+            ],
+        },
+        C,
+    )
     assert reserved_link_versions(op, C) == (1, 2)
-    assert reserved_link_versions({"fileId": FID1, "symlinkOperations": None}, C) == ()
+    no_links = CompactionOperation.from_record({"fileId": FID1, "symlinkOperations": None}, C)
+    assert reserved_link_versions(no_links, C) == ()
 
 
 # -- instants ----------------------------------------------------------------------------------------------------------
@@ -156,13 +161,22 @@ def test_new_instant_local_time_zone() -> None:
 @pytest.fixture(autouse=True)
 def _isolated_allocator(monkeypatch: pytest.MonkeyPatch) -> None:
     """Instants issued here (some far in the future) must not leak into other tests' allocations."""
-    monkeypatch.setattr(instants, "_last_issued", "")
+    monkeypatch.setattr(instants, "_last_issued", {})
 
 
 def test_new_instant_is_strictly_after_every_timeline_instant_even_from_the_future() -> None:
     future = "20991231235959999"
     got = new_instant_time(["20250101000000000", future, "00000000000000"], "UTC")
     assert got == "21000101000000000"
+
+
+def test_one_tables_future_instant_does_not_move_another_tables_clock() -> None:
+    """Hudi keeps one time generator per base path: a table with an instant in 2999 must not push every other
+    table's new instants past it (a later compaction there could then never be scheduled at a real time)."""
+    now = datetime(2030, 1, 1, tzinfo=UTC)
+    assert new_instant_time(["29990101000000000"], "UTC", now=now, scope="s3://a/t") == "29990101000000001"
+    assert new_instant_time([], "UTC", now=now, scope="s3://b/t") == "20300101000000000"
+    assert new_instant_time([], "UTC", now=now, scope="s3://a/t") == "29990101000000002"
 
 
 def test_new_instants_are_strictly_increasing_within_a_process() -> None:
@@ -175,8 +189,11 @@ def test_carry_over_plans_reserve_version_one_for_writers() -> None:
     """A pending plan with a carry-over keeps version 1 of its new slices, besides the link versions."""
     from evt_toolkit.write.plan import CARRY_OVER_KEY, reserved_versions
 
-    op = {"fileId": "f-0", "symlinkOperations": [{"symlink": ".f-0_C.log.2_1-0-1", "target": ".f-0_B.log.3_0-1-1"}]}
+    op = CompactionOperation.from_record(
+        {"fileId": "f-0", "symlinkOperations": [{"symlink": ".f-0_C.log.2_1-0-1", "target": ".f-0_B.log.3_0-1-1"}]}, "C"
+    )
+    bare = CompactionOperation.from_record({"fileId": "f-0"}, "C")
     assert reserved_versions(op, "C", {CARRY_OVER_KEY: "true"}) == (1, 2)
     assert reserved_versions(op, "C", {CARRY_OVER_KEY: "false"}) == (2,)
-    assert reserved_versions({"fileId": "f-0"}, "C", None) == ()
-    assert next_log_version([], reserved_versions({"fileId": "f-0"}, "C", {CARRY_OVER_KEY: "true"})) == 2
+    assert reserved_versions(bare, "C", None) == ()
+    assert next_log_version([], reserved_versions(bare, "C", {CARRY_OVER_KEY: "true"})) == 2
