@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -50,7 +51,7 @@ def _batch(rows: int, keys: int, b: int, seed: int) -> pa.Table:
     )
 
 
-def build(path: Path, mib: int, batches: int = 20) -> dict[str, Any]:
+def build(path: Path, mib: int) -> dict[str, Any]:
     """A one-file-group table whose single slice holds about ``mib`` MiB of logs; a full compaction scheduled."""
     import evt_toolkit as evt
     from evt_toolkit.compaction import UnBoundedCompactionStrategy
@@ -59,19 +60,23 @@ def build(path: Path, mib: int, batches: int = 20) -> dict[str, Any]:
     opts = {"hoodie.logfile.data.block.max.size": str(BLOCK_MAX)}
     started = time.perf_counter()
     t = evt.HudiTable.create(path, "mem", "id", ordering_field="ts", event_time_field="ev", buckets=1)
+    # Batches of about 8 MiB of log each (a log file per batch), until the slice holds ``mib`` MiB.
     probe_rows = 20_000
     t.write(_batch(probe_rows, probe_rows, 0, 1), options=opts)
     per_row = max(1.0, _log_bytes(t) / probe_rows)
-    rows = max(probe_rows, int(mib * MIB / per_row))
-    per = rows // batches
-    keys = max(1, rows // 2)
-    for b in range(1, batches + 1):
+    per = max(1000, int(8 * MIB / per_row))
+    total_rows = max(per, int(mib * MIB / per_row))
+    keys = max(1, total_rows // 2)
+    rows, b = probe_rows, 0
+    while _log_bytes(t) < mib * MIB:
+        b += 1
         t.write(_batch(per, keys, b, 1), options=opts)
+        rows += per
     c = schedule_compaction(t, UnBoundedCompactionStrategy())
     assert c is not None
     return {
         "instant": c.instant,
-        "rows": probe_rows + per * batches,
+        "rows": rows,
         "keys": keys,
         "slice_bytes": _log_bytes(t),
         "ingest_s": round(time.perf_counter() - started, 1),
@@ -142,11 +147,21 @@ def child(path: str, instant: str, budget: int | None, limit_as: int | None) -> 
     }
 
 
+#: The worker environment recommended in bench/README.md: polars' jemalloc hands freed pages back at once.
+WORKER_ENV = {"_RJEM_MALLOC_CONF": "dirty_decay_ms:0,muzzy_decay_ms:0"}
+
+
 def run(
-    root: Path, sizes: list[int], budgets: list[int | None], limit_as: int | None, repeat: int
+    root: Path,
+    sizes: list[int],
+    budgets: list[int | None],
+    limit_as: int | None,
+    repeat: int,
+    worker_env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Build each table (kept under ``root``) and measure each budget in fresh processes."""
-    out: dict[str, Any] = {"limit_as_bytes": limit_as, "repeats": repeat, "tables": []}
+    worker_env = WORKER_ENV if worker_env is None else worker_env
+    out: dict[str, Any] = {"limit_as_bytes": limit_as, "repeats": repeat, "worker_env": worker_env, "tables": []}
     for mib in sizes:
         path = root / f"slice_{mib}mib"
         meta_file = root / f"slice_{mib}mib.json"
@@ -165,7 +180,12 @@ def run(
                 if limit_as:
                     cmd += ["--limit-as", str(limit_as)]
                 proc = subprocess.run(
-                    cmd, capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent, check=False
+                    cmd,
+                    capture_output=True,
+                    text=True,
+                    cwd=Path(__file__).resolve().parent.parent,
+                    check=False,
+                    env={**os.environ, **worker_env},
                 )
                 if proc.returncode != 0:
                     runs.append({"failed": proc.stderr.strip().splitlines()[-1:] or [f"exit {proc.returncode}"]})
@@ -200,7 +220,8 @@ def to_markdown(res: dict[str, Any]) -> str:
     lines = [
         "# B3m — peak memory of one compaction task (fresh process)",
         "",
-        f"Address-space limit: {lim // MIB if lim else 'none'} MiB; median of {res['repeats']} fresh processes per row"
+        f"Worker environment: {res['worker_env'] or 'plain'}. Address-space limit: "
+        f"{lim // MIB if lim else 'none'} MiB; median of {res['repeats']} fresh processes per row"
         " (min–max in brackets). Target: growth ≤ 1.5× the slice's bytes, and ≤ the budget when one is set below that.",
         "",
         "| slice | log records | budget | peak growth | / slice bytes | / budget | spilled into | task s | met |",
@@ -228,6 +249,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--workdir", type=Path, default=None, help="keep (and reuse) the tables here")
     ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--plain-env", action="store_true", help="run the task processes without WORKER_ENV")
+    ap.add_argument("--name", default="task_memory", help="result file stem")
     ap.add_argument("--child", nargs=2, metavar=("TABLE", "INSTANT"), help=argparse.SUPPRESS)
     ap.add_argument("--budget", default="default", help=argparse.SUPPRESS)
     ap.add_argument("--limit-as", type=int, default=0, help=argparse.SUPPRESS)
@@ -240,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     budgets = [None if b == "default" else int(b) * MIB for b in args.budgets.split(",") if b]
     root = args.workdir or Path(tempfile.mkdtemp(prefix="evt-task-memory-"))
     try:
-        res = run(root, sizes, budgets, args.limit_as_mib * MIB or None, args.repeat)
+        res = run(root, sizes, budgets, args.limit_as_mib * MIB or None, args.repeat, {} if args.plain_env else None)
     finally:
         if args.workdir is None:
             shutil.rmtree(root, ignore_errors=True)
@@ -248,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
 
     res["machine"] = machine_info()
     args.out.mkdir(parents=True, exist_ok=True)
-    stem = "task_memory"
+    stem = args.name
     (args.out / f"{stem}.json").write_text(json.dumps(res, indent=2, default=str) + "\n")
     (args.out / f"{stem}.md").write_text(to_markdown(res))
     print(to_markdown(res))

@@ -148,13 +148,16 @@ class MemoryBudget:
 
     @property
     def batch_bytes(self) -> int:
-        """Log content decoded at once: a batch decodes to ~2-3x its bytes, next to the key state."""
-        return int(min(max(self.total // 8, 1 << 20), 2 * DECODE_CHUNK_BYTES))
+        """Log content decoded at once: decoding holds ~6x a batch's bytes for a moment (content, container,
+        polars' frame, the cast), so a batch is a sixteenth of the budget (at least one block is read, whatever
+        its size: a block is decoded whole, as in Hudi)."""
+        return int(min(max(self.total // 16, 1 << 20), 2 * DECODE_CHUNK_BYTES))
 
     @property
     def state_bytes(self) -> int:
-        """The key state (and the base rows merged with it) kept in memory before spilling."""
-        return max(1, self.total // 2)
+        """The key state (and the base rows merged with it) kept in memory before spilling: a quarter of the
+        budget, since reducing or partitioning it copies it once more while a batch is being decoded."""
+        return max(1, self.total // 4)
 
 
 @dataclass(slots=True)
@@ -215,6 +218,8 @@ class _Allocators:
 
 
 _M_MMAP_THRESHOLD = -3
+#: Slices smaller than this (log + base bytes) skip ``malloc_trim`` between batches.
+_TRIM_ABOVE = 32 << 20
 
 
 def _state_schema(ctx: SliceReadContext, ord_type: pa.DataType) -> pa.Schema:
@@ -354,7 +359,8 @@ class BoundedSliceMerge:
             self._alloc = None
 
     def _trim(self) -> None:
-        if self._alloc is not None:
+        # malloc_trim walks the heap (~2 ms): worth it only where a batch is large next to the budget.
+        if self._alloc is not None and self._log_bytes + self._base_bytes > _TRIM_ABOVE:
             self._alloc.trim()
 
     @property
