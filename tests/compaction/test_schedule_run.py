@@ -24,7 +24,7 @@ from evt_toolkit.errors import (
     PlanValidationError,
 )
 from evt_toolkit.services.unschedule import unschedule_compaction
-from tests.compaction.helpers import (
+from tests.tables import (
     BASE,
     create,
     expected_ro,

@@ -15,8 +15,8 @@ import pyarrow as pa
 import evt_toolkit as evt
 from evt_toolkit.faults import ENV_VAR
 from evt_toolkit.format.names import BaseFileName, LogFileName
-from tests.compaction.helpers import COLUMNS, hudi_rs, same
 from tests.oracle import Oracle
+from tests.tables import COLUMNS, hudi_rs, same
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 #: Seconds a child may take before the test fails (never a hang).

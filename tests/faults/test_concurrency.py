@@ -28,9 +28,9 @@ from evt_toolkit.compaction.validate import validate_compaction
 from evt_toolkit.faults import ENV_VAR
 from evt_toolkit.format.names import LogFileName
 from evt_toolkit.table.timeline import DELTA_COMMIT
-from tests.compaction.helpers import BASE, create, rows
 from tests.faults import CHILD_TIMEOUT, REPO_ROOT, check_readers, oracle_of
 from tests.faults.test_kill9 import HISTORY
+from tests.tables import BASE, create, rows
 
 pytest.importorskip("hudi", reason="hudi-rs (PyPI 'hudi') is a test dependency")
 

@@ -22,7 +22,6 @@ from evt_toolkit.compaction.schedule import schedule_compaction
 from evt_toolkit.compaction.validate import validate_compaction
 from evt_toolkit.faults import FAULT_POINTS
 from evt_toolkit.table.timeline import CLEAN, COMPACTION, DELTA_COMMIT, ROLLBACK
-from tests.compaction.helpers import BASE, create, deletes, rows, same
 from tests.faults import (
     assert_killed,
     check_readers,
@@ -33,6 +32,7 @@ from tests.faults import (
     run_child,
     save_batch,
 )
+from tests.tables import BASE, create, deletes, rows, same
 
 pytest.importorskip("hudi", reason="hudi-rs (PyPI 'hudi') is a test dependency")
 

@@ -11,8 +11,8 @@ import textwrap
 import pyarrow as pa
 
 import evt_toolkit as evt
-from tests.compaction.helpers import COLUMNS
 from tests.conftest import REPO_ROOT
+from tests.tables import COLUMNS
 
 #: A child process: ``python -c CHILD <uri> <action> [args...]``, storage options in ``EVT_TEST_STORAGE_OPTIONS``.
 CHILD = textwrap.dedent(

@@ -10,10 +10,10 @@ import pytest
 from evt_toolkit.compaction.executor import run_compaction
 from evt_toolkit.compaction.schedule import schedule_compaction
 from evt_toolkit.compaction.validate import validate_compaction
-from tests.compaction.helpers import COLUMNS, same
 from tests.conftest import S3Server
 from tests.faults import oracle_of
 from tests.s3.test_s3_tables import HISTORY, _check, _strategy, _written
+from tests.tables import COLUMNS, same
 
 pytestmark = pytest.mark.spark
 

@@ -16,10 +16,10 @@ from evt_toolkit.compaction.schedule import schedule_compaction
 from evt_toolkit.compaction.validate import validate_compaction
 from evt_toolkit.storage import count_requests
 from evt_toolkit.storage.links import create_links
-from tests.compaction.helpers import BASE, create, deletes, rows, same
 from tests.conftest import S3Server
 from tests.faults import oracle_of
 from tests.s3.conftest import create_s3, hudi_rs_s3, run_child
+from tests.tables import BASE, create, deletes, rows, same
 
 pytest.importorskip("hudi", reason="hudi-rs (PyPI 'hudi') is a test dependency")
 

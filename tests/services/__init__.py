@@ -17,7 +17,7 @@ from evt_toolkit.compaction.schedule import ScheduledCompaction, schedule_compac
 from evt_toolkit.errors import WriteError
 from evt_toolkit.write.plan import FileGroupWrite, WriteJobSpec
 from evt_toolkit.write.task import write_file_group
-from tests.compaction.helpers import BASE, rows
+from tests.tables import BASE, rows
 
 
 class Crash(RuntimeError):

@@ -38,7 +38,6 @@ from evt_toolkit.services.clean_planner import (
 from evt_toolkit.table.fs_view import BaseFile, FileGroup, FileSlice, LogFile
 from evt_toolkit.table.links import LinkGraph
 from evt_toolkit.table.retention import check_readable_at, earliest_retained
-from tests.compaction.helpers import BASE, create, deletes, hudi_rs, rows, same
 from tests.oracle import Oracle
 from tests.services import (
     build_with_compactions,
@@ -49,6 +48,7 @@ from tests.services import (
     symlink_count,
     timeline_names,
 )
+from tests.tables import BASE, create, deletes, hudi_rs, rows, same
 
 pytest.importorskip("hudi", reason="hudi-rs (PyPI 'hudi') is a test dependency")
 

@@ -29,9 +29,9 @@ from evt_toolkit.services.rollback_planner import (
     plan_deltacommit_rollback,
 )
 from evt_toolkit.services.unschedule import unschedule_compaction
-from tests.compaction.helpers import BASE, create, expected_ro, history, hudi_rs, rows, same
 from tests.oracle import Oracle
 from tests.services import Crash, data_files, failed_write, missing_live_files, timeline_names
+from tests.tables import BASE, create, expected_ro, history, hudi_rs, rows, same
 
 pytest.importorskip("hudi", reason="hudi-rs (PyPI 'hudi') is a test dependency")
 

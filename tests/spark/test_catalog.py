@@ -5,28 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import pytest
 
 import evt_toolkit as evt
 from evt_toolkit.compaction.strategy import EventTimeBasedCompactionStrategy, iso_ms
 from evt_toolkit.errors import EvtError
 from evt_toolkit.spark.catalog import hive_available, hive_catalog_conf, sync_catalog
+from tests.tables import BASE
+from tests.tables import event_rows as _rows
 
 pytestmark = pytest.mark.spark
-
-BASE = 1_700_000_000_000
-
-
-def _rows(ids: range, ev: int) -> pd.DataFrame:
-    return pd.DataFrame(
-        {
-            "id": pd.array(list(ids), dtype="int64"),
-            "region": [f"r{i % 2}" for i in ids],
-            "ts": pd.array([1] * len(ids), dtype="int64"),
-            "ev": pd.array([BASE + ev] * len(ids), dtype="int64"),
-        }
-    )
 
 
 def _props(spark: Any, name: str) -> dict[str, str]:

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import fastavro
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -32,29 +31,13 @@ from evt_toolkit.format.names import InstantFileName, LogFileName
 from tests.conftest import TABLES_DIR, fixture_table_path, shared_available
 from tests.normalize import assert_same_rows
 from tests.oracle import Oracle
+from tests.tables import write_rows as _rows
 
 hudi = pytest.importorskip("hudi", reason="hudi-rs (PyPI 'hudi') is a test dependency")
 
 COLUMNS = ["id", "region", "ts", "ev", "v", "name", "_hoodie_is_deleted"]
 SMALL_LOGS = {"hoodie.logfile.max.size": "1500"}
 SIMPLE = {"hoodie.index.type": "SIMPLE"}
-
-
-def _rows(ids: list[int], ts: int | list[int], *, deleted: list[bool] | None = None, seed: int = 0) -> pd.DataFrame:
-    rng = np.random.default_rng(seed)
-    n = len(ids)
-    ts_list = ts if isinstance(ts, list) else [ts] * n
-    return pd.DataFrame(
-        {
-            "id": pd.array(ids, dtype="int64"),
-            "region": [f"r{i % 3}" for i in ids],
-            "ts": pd.array(ts_list, dtype="int64"),
-            "ev": pd.array([1_700_000_000_000 + int(x) for x in rng.integers(0, 10**9, n)], dtype="int64"),
-            "v": rng.random(n),
-            "name": [f"n{i}-{t}" for i, t in zip(ids, ts_list, strict=True)],
-            "_hoodie_is_deleted": deleted if deleted is not None else [False] * n,
-        }
-    )
 
 
 def _keys(ids: list[int], ts: int | list[int] | None = None) -> pd.DataFrame:

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -35,6 +36,40 @@ def rows(
             "ev": pd.array([BASE + e for e in evs], dtype="int64"),
             "v": [float(i * 1000 + ts) for i in ids],
             "_hoodie_is_deleted": list(deleted) if deleted is not None else [False] * n,
+        }
+    )
+
+
+def event_rows(ids: Sequence[int], ev: int | Sequence[int], ts: int = 1) -> pd.DataFrame:
+    """Rows of the four-column event tables (``id``, ``region``, ``ts``, ``ev``): ``ev`` offsets from :data:`BASE`."""
+    ids = list(ids)
+    evs = list(ev) if not isinstance(ev, int) else [ev] * len(ids)
+    return pd.DataFrame(
+        {
+            "id": pd.array(ids, dtype="int64"),
+            "region": [f"r{i % 2}" for i in ids],
+            "ts": pd.array([ts] * len(ids), dtype="int64"),
+            "ev": pd.array([BASE + e for e in evs], dtype="int64"),
+        }
+    )
+
+
+def write_rows(
+    ids: list[int], ts: int | list[int], *, deleted: list[bool] | None = None, seed: int = 0
+) -> pd.DataFrame:
+    """Rows of the writer round-trip tables: three regions, random event times and values, a string column."""
+    rng = np.random.default_rng(seed)
+    n = len(ids)
+    ts_list = ts if isinstance(ts, list) else [ts] * n
+    return pd.DataFrame(
+        {
+            "id": pd.array(ids, dtype="int64"),
+            "region": [f"r{i % 3}" for i in ids],
+            "ts": pd.array(ts_list, dtype="int64"),
+            "ev": pd.array([1_700_000_000_000 + int(x) for x in rng.integers(0, 10**9, n)], dtype="int64"),
+            "v": rng.random(n),
+            "name": [f"n{i}-{t}" for i, t in zip(ids, ts_list, strict=True)],
+            "_hoodie_is_deleted": deleted if deleted is not None else [False] * n,
         }
     )
 

@@ -7,7 +7,6 @@ import os
 import re
 from pathlib import Path
 
-import pandas as pd
 import pyarrow.compute as pc
 import pytest
 
@@ -18,22 +17,10 @@ from evt_toolkit.compaction.metrics import METRICS_SCHEMA
 from evt_toolkit.compaction.strategy import EventTimeBasedCompactionStrategy, UnBoundedCompactionStrategy
 from evt_toolkit.format.names import InstantFileName
 from evt_toolkit.write.instants import step_instant
+from tests.tables import BASE
+from tests.tables import event_rows as _rows
 
-BASE = 1_700_000_000_000
 T = BASE + 200
-
-
-def _rows(ids: range | list[int], ev: int | list[int], ts: int = 1) -> pd.DataFrame:
-    ids = list(ids)
-    evs = ev if isinstance(ev, list) else [ev] * len(ids)
-    return pd.DataFrame(
-        {
-            "id": pd.array(ids, dtype="int64"),
-            "region": [f"r{i % 2}" for i in ids],
-            "ts": pd.array([ts] * len(ids), dtype="int64"),
-            "ev": pd.array([BASE + e for e in evs], dtype="int64"),
-        }
-    )
 
 
 def _table(path: Path) -> evt.HudiTable:

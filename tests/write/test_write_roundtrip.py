@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
@@ -31,6 +30,7 @@ from evt_toolkit.write.plan import FileGroupWrite, WriteJobSpec
 from evt_toolkit.write.task import prepare_batch, write_file_group
 from tests.normalize import assert_same_rows
 from tests.oracle import Oracle
+from tests.tables import write_rows as _rows
 
 hudi = pytest.importorskip("hudi", reason="hudi-rs (PyPI 'hudi') is a test dependency")
 
@@ -40,23 +40,6 @@ PROPERTY_EXAMPLES = int(os.environ.get("EVT_PROPERTY_EXAMPLES", "15"))
 
 
 # -- helpers ----------------------------------------------------------------------------------------------------------
-
-
-def _rows(ids: list[int], ts: int | list[int], *, deleted: list[bool] | None = None, seed: int = 0) -> pd.DataFrame:
-    rng = np.random.default_rng(seed)
-    n = len(ids)
-    ts_list = ts if isinstance(ts, list) else [ts] * n
-    return pd.DataFrame(
-        {
-            "id": pd.array(ids, dtype="int64"),
-            "region": [f"r{i % 3}" for i in ids],
-            "ts": pd.array(ts_list, dtype="int64"),
-            "ev": pd.array([1_700_000_000_000 + int(x) for x in rng.integers(0, 10**9, n)], dtype="int64"),
-            "v": rng.random(n),
-            "name": [f"n{i}-{t}" for i, t in zip(ids, ts_list, strict=True)],
-            "_hoodie_is_deleted": deleted if deleted is not None else [False] * n,
-        }
-    )
 
 
 def _keys(ids: list[int], ts: int | list[int] | None = None) -> pd.DataFrame:
@@ -427,7 +410,7 @@ def _rewrite_properties(path: Path, **changes: str) -> None:
     ("changes", "match"),
     [
         ({"hoodie.table.type": "COPY_ON_WRITE"}, "not MERGE_ON_READ"),
-        # Versions 8 and 9 are written (tests/integration/test_write_1x.py), but not with a metadata table.
+        # Versions 8 and 9 are written (tests/write/test_write_1x.py), but not with a metadata table.
         (
             {
                 "hoodie.table.version": "8",
