@@ -36,7 +36,7 @@ from evt_toolkit.errors import TableConfigError
 from evt_toolkit.format.log_content import decode_data_block, decode_delete_block
 from evt_toolkit.format.logfile import BlockType, read_block_content, scan_log_blocks
 from evt_toolkit.read.merge import COMMIT_TIME, EVENT_TIME, LogCandidates, latest_per_key, merge_log_candidates
-from tests.compaction.helpers import (
+from tests.tables import (
     BASE,
     create,
     deletes,
