@@ -536,7 +536,7 @@ def run_merge_task(task: MergeTask) -> MergeResult:
     with BoundedSliceMerge(ctx, base_file, queued, budget) as merger:
         try:
             merger.load_logs()
-        except EvtError:
+        except (EvtError, pa.ArrowMemoryError):  # out of memory is not bad content: the worker needs a lower budget
             raise
         except (pa.ArrowException, ValueError, KeyError) as exc:  # undecodable content that framing did not catch
             raise undecodable(exc) from exc
@@ -550,7 +550,7 @@ def run_merge_task(task: MergeTask) -> MergeResult:
                     if merge is None:
                         break
                     decision = _decide(ctx, merge, task, later_facts)
-                except EvtError:
+                except (EvtError, pa.ArrowMemoryError):
                     raise
                 except (pa.ArrowException, ValueError, KeyError) as exc:
                     raise undecodable(exc) from exc
