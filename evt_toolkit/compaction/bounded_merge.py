@@ -179,7 +179,9 @@ class _Allocators:
     grows to the sum of their peaks, several times the live data. While a task runs, Arrow allocates from the
     system allocator (Arrow's default pools keep freed segments) and glibc keeps large blocks in their own mappings
     (``M_MMAP_THRESHOLD``, which glibc otherwise raises after the first large free); after each batch, glibc gives
-    freed heap pages back (``malloc_trim``). Polars' jemalloc is configured by the worker's environment
+    freed heap pages back (``malloc_trim``). Used only for slices of more than 64 MiB or more than the key state's
+    share of the budget: on small slices the fresh mappings and the slower allocator cost more time than they save.
+    Polars' jemalloc is configured by the worker's environment
     (``_RJEM_MALLOC_CONF=dirty_decay_ms:0,muzzy_decay_ms:0``, see bench/README.md).
     """
 
@@ -218,8 +220,9 @@ class _Allocators:
 
 
 _M_MMAP_THRESHOLD = -3
-#: Slices smaller than this (log + base bytes) skip ``malloc_trim`` between batches.
-_TRIM_ABOVE = 32 << 20
+#: Slices smaller than this (log + base bytes) and than the key state's share of the budget run with the usual
+#: allocators (see :class:`_Allocators`).
+_TAME_ABOVE = 64 << 20
 
 
 def _state_schema(ctx: SliceReadContext, ord_type: pa.DataType) -> pa.Schema:
@@ -344,7 +347,6 @@ class BoundedSliceMerge:
     _alloc: _Allocators | None = None
 
     def __enter__(self) -> BoundedSliceMerge:
-        self._alloc = _Allocators().__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -360,7 +362,7 @@ class BoundedSliceMerge:
 
     def _trim(self) -> None:
         # malloc_trim walks the heap (~2 ms): worth it only where a batch is large next to the budget.
-        if self._alloc is not None and self._log_bytes + self._base_bytes > _TRIM_ABOVE:
+        if self._alloc is not None:
             self._alloc.trim()
 
     @property
@@ -376,6 +378,9 @@ class BoundedSliceMerge:
             raise UnsupportedFeatureError("partial-update log blocks are merged block by block, not by a compaction")
         self._base_bytes = self._base_estimate()
         self._log_bytes = sum(q.block.content_length for q in self.queued) or 1
+        if self._log_bytes + self._base_bytes > min(_TAME_ABOVE, self.budget.state_bytes):
+            # Only where memory is at stake: the system allocator and fresh mappings cost CPU on every batch.
+            self._alloc = _Allocators().__enter__()
         unified, del_cands, del_offsets = self._decode_deletes()
         ord_type = del_cands.schema.field("ord").type
         self._schema = _state_schema(ctx, ord_type)
