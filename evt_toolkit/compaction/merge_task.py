@@ -4,8 +4,10 @@ A task is self-contained (:class:`MergeTask` pickles into a Spark task with the 
 reopened from the table URI) and creates nothing but its operation's outputs at instant ``C``, each recorded in an
 ownership record before it is written (:mod:`evt_toolkit.storage.ownership`); the driver alone writes the timeline.
 
-Merging is the one slice read's merge (:func:`evt_toolkit.read.slice_reader.merge_slice`): which blocks count
-(uncommitted blocks skipped, rollback command blocks applied), decoding and the Arrow merge. Unlike a reader, a task
+Which blocks count is the slice read's rule (:func:`evt_toolkit.read.slice_reader.select_log_blocks`: uncommitted
+blocks skipped, rollback command blocks applied), and the merge rule is the reader's; the merge itself runs in
+bounded memory (:mod:`evt_toolkit.compaction.bounded_merge`, ``docs/compaction-memory.md``: batches reduced by
+hashing, spilled by hash partition past ``hoodie.memory.compaction.max.size``). Unlike a reader, a task
 refuses a log holding a corrupt block: a reader may skip it (Hudi does), but a compaction that skipped it would drop
 its records for good, because the compacted log is no longer part of the new slice.
 
