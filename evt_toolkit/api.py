@@ -18,7 +18,7 @@ from typing import Any, Self
 
 import pyarrow as pa
 
-from evt_toolkit.compaction.event_times import slice_set
+from evt_toolkit.compaction.event_times import event_time_field_for, slice_set
 from evt_toolkit.compaction.executor import CompactionResult, ProgressEvent, run_compaction
 from evt_toolkit.compaction.freshness import Freshness, completed_compactions, ro_freshness
 from evt_toolkit.compaction.metrics import TableMetrics, metrics
@@ -281,7 +281,7 @@ class CompactionNamespace:
         return f"CompactionNamespace({self._table!r})"
 
     def _field(self, strategy: CompactionStrategy) -> str | None:
-        return getattr(strategy, "event_time_field", None) or self._table.config.event_time_field
+        return event_time_field_for(self._table, strategy)
 
     # -- no writes -----------------------------------------------------------------------------------------------------
     def preview(self, strategy: CompactionStrategy, **kwargs: Any) -> CompactionPreview:

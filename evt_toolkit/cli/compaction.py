@@ -148,7 +148,7 @@ def summary_lines(s: PreviewSummary) -> list[tuple[str, str]]:
         ),
     ]
     written_total = s.bytes_written_estimate + s.link_bytes_copied
-    if s.link_bytes_copied and written_total > s.full_bytes_written_estimate:
+    if s.copy_costs_more:
         rows.append(
             (
                 "note",

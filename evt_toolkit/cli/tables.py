@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from evt_toolkit.cli.options import add_json, add_table, command, limited, open_table, positive_or_zero
 from evt_toolkit.cli.output import Output, count, size, when
+from evt_toolkit.compaction.event_times import reporting_event_time_field
 from evt_toolkit.errors import EventTimeError, EvtError
 
 if TYPE_CHECKING:
@@ -29,8 +30,8 @@ _SHOWN_HEADERS = ("TARGET_INSTANT_TIME", "COMMAND_BLOCK_TYPE", "COMPACTED_BLOCK_
 
 
 def event_time_field(t: HudiTable, given: str | None) -> str | None:
-    """The event-time field a command reports on: ``given``, else the table's, else its ordering field."""
-    return given or t.config.event_time_field or t.config.ordering_field
+    """The event-time field a command reports on (``reporting_event_time_field``: the notebooks use it too)."""
+    return reporting_event_time_field(t, given)[0]
 
 
 def timeline_rows(t: HudiTable) -> list[dict[str, Any]]:

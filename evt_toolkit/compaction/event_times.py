@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pyarrow as pa
 
@@ -198,8 +198,10 @@ class _Gathered:
     max_index: dict[tuple[str, str], int]
 
 
-def _gather(table: Table, event_time_field: str | None, unit: EpochUnit) -> _Gathered:
+def _gather(table: Table, event_time_field: str | None, unit: EpochUnit | None) -> _Gathered:
     field = event_time_field or table.config.event_time_field
+    # The table's unit unless the caller names one: a scan must read integer epochs as the writer meant them.
+    unit = unit or cast("EpochUnit", table.config.event_time_unit or "ms")
     view = table.view
     pending = {k: v.time for k, v in view.pending_compaction_operations.items()}
     merged: list[FileSlice] = view.latest_merged_file_slices()
@@ -226,14 +228,37 @@ def _gather(table: Table, event_time_field: str | None, unit: EpochUnit) -> _Gat
     return _Gathered(merged, pending, resolved, timeline, max_index)
 
 
-def slice_infos(table: Table, event_time_field: str | None = None, unit: EpochUnit = "ms") -> list[SliceInfo]:
+def event_time_field_for(table: Table, strategy: object) -> str | None:
+    """The event-time field a strategy works on: its own ``event_time_field``, else the table's
+    (``hoodie.payload.event.time.field``). The preview and the schedule both read slices through it, so a schedule
+    plans exactly what the preview showed."""
+    return getattr(strategy, "event_time_field", None) or table.config.event_time_field
+
+
+def reporting_event_time_field(table: Table, given: str | None = None) -> tuple[str | None, str]:
+    """The event-time field to show a table with, and where it came from: ``given`` (``"given"``), else the table's
+    ``hoodie.payload.event.time.field`` (``"table"``), else its ordering field (``"ordering field"``), else none.
+
+    The ``evt`` command and the notebooks both follow this rule, so they report the same min event times.
+    """
+    c = table.config
+    if given:
+        return given, "given"
+    if c.event_time_field:
+        return c.event_time_field, "table"
+    if c.ordering_field:
+        return c.ordering_field, "ordering field"
+    return None, "none"
+
+
+def slice_infos(table: Table, event_time_field: str | None = None, unit: EpochUnit | None = None) -> list[SliceInfo]:
     """The latest merged file slices of ``table`` with per-log-file event-time facts.
 
     Args:
         table: the table.
         event_time_field: defaults to ``hoodie.payload.event.time.field``; without one, only ``MIN_EVENT_TIME``
             headers give a min event time.
-        unit: unit of integer epoch event times.
+        unit: unit of integer epoch event times (default: the table's, ``hoodie.evt.event.time.unit``, else ms).
 
     Returns:
         One :class:`SliceInfo` per file group (``getLatestMergedFileSlicesBeforeOrOn``), logs in replay order;
@@ -279,7 +304,7 @@ def slice_infos(table: Table, event_time_field: str | None = None, unit: EpochUn
     return out
 
 
-def slice_set(table: Table, event_time_field: str | None = None, unit: EpochUnit = "ms") -> SliceSet:
+def slice_set(table: Table, event_time_field: str | None = None, unit: EpochUnit | None = None) -> SliceSet:
     """:func:`slice_infos` in columnar form, written straight into columns (no record per log file).
 
     What :class:`~evt_toolkit.compaction.preview.PreviewModel` is built from: a table with a million log files gives

@@ -38,7 +38,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from evt_toolkit.compaction.event_times import slice_infos
-from evt_toolkit.compaction.freshness import Freshness, pending_link_targets, ro_freshness
+from evt_toolkit.compaction.freshness import Freshness, completed_compactions, pending_link_targets, ro_freshness
+from evt_toolkit.compaction.plan import EXTRA_EVENT_TIME_FIELD
 
 if TYPE_CHECKING:
     from evt_toolkit.table.table import Table
@@ -274,7 +275,11 @@ def metrics(table: Table, now_ms: int | None = None, *, freshness: Freshness | N
     """
     now = int(time.time() * 1000) if now_ms is None else int(now_ms)
     fresh = freshness if freshness is not None else ro_freshness(table, now_ms=now)
-    slices = slice_infos(table)
+    # The event-time field the last event-time compaction recorded (what its freshness is measured on), else the
+    # table's: a stock table carries none in hoodie.properties.
+    event_time = [c for c in completed_compactions(table) if c.is_event_time]
+    recorded = event_time[-1].extra_metadata.get(EXTRA_EVENT_TIME_FIELD) if event_time else None
+    slices = slice_infos(table, recorded or table.config.event_time_field)
     links = pending_link_targets(table)
     min_et: int | None = None
     with_logs = log_bytes = log_files = unknown = 0

@@ -163,6 +163,13 @@ class PreviewSummary:
     full_ro_freshness_ms: int | None
     compression_ratio: float = DEFAULT_LOGFILE_TO_PARQUET_COMPRESSION_RATIO
 
+    @property
+    def copy_costs_more(self) -> bool:
+        """The plan writes more (base files plus link copies) than a full compaction would: worth a warning."""
+        return bool(self.link_bytes_copied) and (
+            self.bytes_written_estimate + self.link_bytes_copied > self.full_bytes_written_estimate
+        )
+
     def text(self) -> str:
         """A few lines for a notebook or the CLI."""
         t = "-" if self.threshold_ms is None else f"{iso_ms(self.threshold_ms)} ({self.threshold_ms})"

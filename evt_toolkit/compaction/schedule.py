@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from evt_toolkit.compaction.event_times import max_ingested_event_time, slice_infos
+from evt_toolkit.compaction.event_times import event_time_field_for, max_ingested_event_time, slice_infos
 from evt_toolkit.compaction.model import LogFileInfo, OperationSelection, SliceInfo
 from evt_toolkit.compaction.plan import (
     LINK_MODES,
@@ -199,7 +199,7 @@ def schedule_compaction(
                 'after the other, or "every event ≤ T is compacted" would not hold'
             )
 
-    slices = slice_infos(table)
+    slices = slice_infos(table, event_time_field_for(table, strategy))
     threshold = _resolve_threshold(table, strategy, slices, now_ms)
     selections = strategy.select_operations(slices, threshold=threshold)
     plan = build_plan(

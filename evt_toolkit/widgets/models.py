@@ -876,11 +876,6 @@ def _duration_strategy(
     return EventTimeBasedCompactionStrategy(allowed_lateness=value_ms, event_time_field=event_time_field)
 
 
-def copy_costs_more(s: Any) -> bool:
-    """Whether a plan writes more (base files plus link copies) than a full compaction would write."""
-    return bool(s.link_bytes_copied) and s.bytes_written_estimate + s.link_bytes_copied > s.full_bytes_written_estimate
-
-
 class ThresholdPreviewModel:
     """What a compaction would select as the threshold (or strategy) changes: a live
     :class:`~evt_toolkit.compaction.preview.PreviewModel` per strategy, built once.
@@ -1156,7 +1151,7 @@ class ThresholdPreviewModel:
         """What an operator should know before scheduling this plan, in words."""
         s = self.preview.summary
         out: list[str] = []
-        if copy_costs_more(s):
+        if s.copy_costs_more:
             out.append(
                 f"copying the {s.links:,} leftover log(s) ({format_bytes(s.link_bytes_copied)}) makes this plan write "
                 f"{format_bytes(s.bytes_written_estimate + s.link_bytes_copied)}, more than a full compaction "

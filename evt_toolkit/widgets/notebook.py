@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from evt_toolkit.compaction.event_times import reporting_event_time_field
 from evt_toolkit.compaction.strategy import EventTimeBasedCompactionStrategy, to_epoch_ms
 from evt_toolkit.errors import EvtError
 from evt_toolkit.widgets.models import format_count, format_ms, freshness_sentence
@@ -87,14 +88,7 @@ def choose_event_time_field(table: HudiTable, given: str | None = None) -> Event
     """``given``, else the table's event-time field, else its ordering field — the rule ``evt`` follows too — kept
     only when the table's log blocks can be read with it (a string field cannot be an event time)."""
     c = table.config
-    if given:
-        candidate, source = given, "given"
-    elif c.event_time_field:
-        candidate, source = c.event_time_field, "table"
-    elif c.ordering_field:
-        candidate, source = c.ordering_field, "ordering field"
-    else:
-        candidate, source = None, "none"
+    candidate, source = reporting_event_time_field(table, given)
     try:
         blocks = table.inspect.log_blocks(event_time_field=candidate)
         return EventTimeChoice(candidate, source, None, blocks)
