@@ -224,7 +224,7 @@ def to_markdown(res: dict[str, Any]) -> str:
         f"{lim // MIB if lim else 'none'} MiB; median of {res['repeats']} fresh processes per row"
         " (min–max in brackets). Target: growth ≤ 1.5× the slice's bytes, and ≤ the budget when one is set below that.",
         "",
-        "| slice | log records | budget | peak growth | / slice bytes | / budget | spilled into | task s | met |",
+        "| slice | rows ingested | budget | peak growth | / slice bytes | / budget | spilled into | task s | met |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for t in res["tables"]:

@@ -21,11 +21,13 @@ def test_task_memory_smoke(tmp_path: Path) -> None:
     for entry in (plain, tight):
         (run,) = entry["runs"]
         assert "failed" not in run, run
-        assert run["rows_written"] > 0 and run["log_records"] == table["rows"]
+        # A write keeps one record per key of each batch, so the logs hold at most the rows ingested.
+        assert 0 < run["rows_written"] <= run["log_records"] <= table["rows"]
         assert run["peak_rss_growth_bytes"] >= 0 and run["method"]
     assert plain["runs"][0]["spilled_partitions"] == 0
     assert tight["runs"][0]["spilled_partitions"] >= 2
     # The same merge either way: spilling changes where the key state lives, not the rows written.
     assert plain["runs"][0]["rows_written"] == tight["runs"][0]["rows_written"]
+    assert plain["runs"][0]["log_records"] == tight["runs"][0]["log_records"]
     md = task_memory.to_markdown(res)
     assert "| 1 MiB |" in md and "| default |" in md
