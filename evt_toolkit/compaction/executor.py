@@ -42,6 +42,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from evt_toolkit.compaction.bounded_merge import SPILL_PATH_KEY, configured_memory_budget
 from evt_toolkit.compaction.merge_task import (
     FaultHook,
     MergeResult,
@@ -436,6 +437,8 @@ def run_compaction(
             event_time_unit=cfg.event_time_unit,
             exact_split=split,
             threshold=threshold,
+            memory_budget=configured_memory_budget(cfg.properties, storage.full_path(".hoodie/hoodie.properties")),
+            spill_dir=cfg.properties.get(SPILL_PATH_KEY) or None,
             fault_hook=fault_hook,
         )
         for i, op in enumerate(ops)

@@ -4,8 +4,10 @@ A task is self-contained (:class:`MergeTask` pickles into a Spark task with the 
 reopened from the table URI) and creates nothing but its operation's outputs at instant ``C``, each recorded in an
 ownership record before it is written (:mod:`evt_toolkit.storage.ownership`); the driver alone writes the timeline.
 
-Merging is the one slice read's merge (:func:`evt_toolkit.read.slice_reader.merge_slice`): which blocks count
-(uncommitted blocks skipped, rollback command blocks applied), decoding and the Arrow merge. Unlike a reader, a task
+Which blocks count is the slice read's rule (:func:`evt_toolkit.read.slice_reader.select_log_blocks`: uncommitted
+blocks skipped, rollback command blocks applied), and the merge rule is the reader's; the merge itself runs in
+bounded memory (:mod:`evt_toolkit.compaction.bounded_merge`, ``docs/compaction-memory.md``: batches reduced by
+hashing, spilled by hash partition past ``hoodie.memory.compaction.max.size``). Unlike a reader, a task
 refuses a log holding a corrupt block: a reader may skip it (Hudi does), but a compaction that skipped it would drop
 its records for good, because the compacted log is no longer part of the new slice.
 
@@ -27,17 +29,22 @@ inputs, so a task run again overwrites its own outputs with identical files.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import posixpath
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from evt_toolkit.compaction.bounded_merge import BoundedSliceMerge, MemoryBudget
 from evt_toolkit.compaction.carry_over import CarryOverDecision, decide, first_base_rows, needs_later_keys
 from evt_toolkit.errors import EvtError, LogFormatError, PlanValidationError, UnsupportedFeatureError
 from evt_toolkit.format.eventtime import to_epoch_ms
@@ -48,14 +55,7 @@ from evt_toolkit.format.ownership import BASE, CARRY_OVER, RUN, OwnedFile
 from evt_toolkit.format.records import CompactionOperation
 from evt_toolkit.read.merge import EVENT_TIME, KEY, build_candidates
 from evt_toolkit.read.plan import ReadSpec
-from evt_toolkit.read.slice_reader import (
-    SliceMerge,
-    SliceReadContext,
-    decode_blocks,
-    merge_slice,
-    read_base_file,
-    select_log_blocks,
-)
+from evt_toolkit.read.slice_reader import SliceMerge, SliceReadContext, decode_blocks, select_log_blocks
 from evt_toolkit.storage.fs import TableStorage
 from evt_toolkit.storage.ownership import record_ownership
 from evt_toolkit.table.fs_view import BaseFile, LogFile
@@ -95,6 +95,9 @@ class MergeTask:
         event_time_unit: its unit when it is an integer epoch.
         exact_split: records with event time > ``threshold`` stay out of the base (carried over instead).
         threshold: T in epoch ms.
+        memory_budget: ``hoodie.memory.compaction.max.size`` in bytes; ``None``: a fraction of the worker's memory
+            (:class:`~evt_toolkit.compaction.bounded_merge.MemoryBudget`).
+        spill_dir: ``hoodie.memory.spillable.map.path``: where the task spills past its budget (``None``: temp dir).
         fault_hook: test hook for fault injection (``None`` in production).
     """
 
@@ -107,6 +110,8 @@ class MergeTask:
     event_time_unit: str = "ms"
     exact_split: bool = False
     threshold: int | None = None
+    memory_budget: int | None = None
+    spill_dir: str | None = None
     fault_hook: FaultHook | None = field(default=None, compare=False)
 
     @property
@@ -308,14 +313,30 @@ def _split_mask(task: MergeTask, rows: pa.Table) -> pa.Array | None:
     return pc.fill_null(pc.greater(ms, pa.scalar(task.threshold, pa.int64())), False)
 
 
-def _decide(ctx: SliceReadContext, merge: SliceMerge, task: MergeTask, later: list[LogFile]) -> CarryOverDecision:
+class _LaterFacts:
+    """What the later logs of the new slice say, decoded once per task however many partitions ask."""
+
+    def __init__(self, ctx: SliceReadContext, later: list[LogFile]) -> None:
+        self.ctx, self.later = ctx, later
+        self._ct: pa.Array | None = None
+        self._keys: pa.Array | None = None
+
+    def get(self, need_keys: bool) -> tuple[pa.Array | None, pa.Array]:
+        if self._ct is None or (need_keys and self._keys is None):
+            keys, self._ct = _later_facts(self.ctx, self.later, need_keys)
+            if need_keys:
+                self._keys = keys
+        return (self._keys if need_keys else None), self._ct
+
+
+def _decide(ctx: SliceReadContext, merge: SliceMerge, task: MergeTask, later: _LaterFacts) -> CarryOverDecision:
     event_ordering = ctx.merge_mode == EVENT_TIME and bool(ctx.ordering_field)
     base_keys = merge.base[KEY].combine_chunks()
     later_keys: pa.Array | None = None
     later_ct = pa.array([], pa.string())
     if event_ordering:
         has_base = first_base_rows(base_keys, merge.winners["key"].combine_chunks()) >= 0
-        later_keys, later_ct = _later_facts(ctx, later, needs_later_keys(merge.winners, has_base))
+        later_keys, later_ct = later.get(needs_later_keys(merge.winners, has_base))
     emitted_idx = merge.emitted["idx"].combine_chunks()
     return decide(
         base_keys=base_keys,
@@ -329,64 +350,157 @@ def _decide(ctx: SliceReadContext, merge: SliceMerge, task: MergeTask, later: li
     )
 
 
-def _parquet_bytes(rows: pa.Table, avro_schema: dict[str, Any], name: str) -> tuple[bytes, str | None, str | None]:
-    """The new base file: rows sorted by key, ``_hoodie_file_name`` = ``name``, Hudi's footer keys."""
-    if rows.num_rows:
-        rows = rows.take(pc.sort_indices(rows, sort_keys=[(KEY, "ascending")]))
-    idx = rows.schema.get_field_index(FILE_NAME)
-    if idx >= 0:
-        rows = rows.set_column(idx, rows.schema.field(idx), pa.array([name] * rows.num_rows, pa.string()))
-    keys = rows[KEY]
-    lo = hi = None
-    if rows.num_rows:
-        mm = pc.min_max(keys)
-        lo, hi = mm["min"].as_py(), mm["max"].as_py()
-    meta = {
-        b"parquet.avro.schema": avro_schema_json(avro_schema).encode(),
-        b"writer.model.name": b"avro",
-    }
-    if lo is not None and hi is not None:
-        meta[b"hoodie_min_record_key"] = str(lo).encode()
-        meta[b"hoodie_max_record_key"] = str(hi).encode()
-    rows = rows.replace_schema_metadata({**(rows.schema.metadata or {}), **meta})
-    sink = pa.BufferOutputStream()
-    # Snappy rather than Hudi's gzip default: compaction is write-heavy and every reader handles both.
-    pq.write_table(rows, sink, compression="snappy", write_statistics=True)
-    return sink.getvalue().to_pybytes(), lo, hi
+#: Rows per Parquet row group of a new base file (and per ``take`` while writing it: bounds the copy).
+ROW_GROUP_ROWS = 128 * 1024
 
 
-def _carry_over_bytes(
-    merge: SliceMerge, decision: CarryOverDecision, avro_schema: dict[str, Any], instant: str
-) -> tuple[bytes, int]:
-    schema_json = avro_schema_json(avro_schema)
-    blocks: list[bytes] = []
-    records = 0
-    if len(decision.carry_data_idx):
-        rows = merge.data.take(pa.array(decision.carry_data_idx))
-        blocks.append(encode_avro_data_block(rows, schema_json, instant))
-        records += rows.num_rows
-    if len(decision.carry_delete_winner_pos):
-        w = merge.winners.take(pa.array(decision.carry_delete_winner_pos))
-        entries = merge.deletes.take(w["idx"])
-        ordering = w["ord"].combine_chunks()
-        ct = w["ct_delete"].to_numpy(zero_copy_only=False)
-        # A commit-time delete is carried with a null ordering value: it still beats whatever came before it.
-        values = [None if c else v for c, v in zip(ct, ordering.to_pylist(), strict=True)]
-        blocks.append(
-            encode_delete_block(
-                list(zip(entries[KEY].to_pylist(), entries[_PARTITION].to_pylist(), strict=True)),
-                values,
-                instant,
-                schema_json,
-                ordering_type=None if pa.types.is_null(ordering.type) else ordering.type,
+class _BaseFileWriter:
+    """The new base file, written row group by row group straight to its output stream.
+
+    Local storage: a temporary file beside the target (the storage layer's naming), renamed into place by
+    :meth:`commit`; other storage: an in-memory Parquet stream put whole by :meth:`commit` (the compressed file,
+    not the rows). Rows are sorted by record key within each part written (the whole file when the task did not
+    spill), ``_hoodie_file_name`` is set, and Hudi's footer keys are added at the end.
+    """
+
+    def __init__(self, storage: TableStorage, rel: str, rows_schema: pa.Schema, avro: dict[str, Any], name: str):
+        self.storage, self.rel, self.name = storage, rel, name
+        meta = {
+            **(rows_schema.metadata or {}),
+            b"parquet.avro.schema": avro_schema_json(avro).encode(),
+            b"writer.model.name": b"avro",
+        }
+        self.schema = rows_schema.with_metadata(meta)
+        self.file_idx = self.schema.get_field_index(FILE_NAME)
+        self.tmp: str | None = None
+        self.buffer: pa.BufferOutputStream | None = None
+        sink: Any
+        if storage.is_local:
+            full = storage.full_path(rel)
+            parent = posixpath.dirname(full)
+            os.makedirs(parent, exist_ok=True)
+            self.tmp = posixpath.join(parent, f".{posixpath.basename(full)}.{uuid.uuid4().hex}.tmp")
+            sink = self.tmp
+        else:
+            self.buffer = sink = pa.BufferOutputStream()
+        # Snappy rather than Hudi's gzip default: compaction is write-heavy and every reader handles both.
+        self.writer = pq.ParquetWriter(sink, self.schema, compression="snappy", write_statistics=True)
+        self.rows = 0
+        self.lo: str | None = None
+        self.hi: str | None = None
+        self._names: pa.Array | None = None
+
+    def write(self, source: pa.Table, idx: npt.NDArray[np.int64]) -> None:
+        """Write rows ``idx`` of ``source`` sorted by key (stable: duplicate keys keep their order)."""
+        if not len(idx):
+            return
+        keys = source[KEY].take(pa.array(idx))
+        order = np.asarray(pc.sort_indices(keys).to_numpy(), dtype=np.int64)
+        lo, hi = keys[int(order[0])].as_py(), keys[int(order[-1])].as_py()
+        self.lo = lo if self.lo is None or lo < self.lo else self.lo
+        self.hi = hi if self.hi is None or hi > self.hi else self.hi
+        ordered = idx[order]
+        del keys, order
+        for start in range(0, len(ordered), ROW_GROUP_ROWS):
+            chunk = source.take(pa.array(ordered[start : start + ROW_GROUP_ROWS]))
+            if self.file_idx >= 0:
+                chunk = chunk.set_column(
+                    self.file_idx, self.schema.field(self.file_idx), self._name_column(chunk.num_rows)
+                )
+            self.writer.write_table(chunk.cast(self.schema), row_group_size=ROW_GROUP_ROWS)
+            self.rows += chunk.num_rows
+
+    def _name_column(self, n: int) -> pa.Array:
+        """``n`` times the file's name, built from buffers (a Python list of ``n`` strings costs ~100x more)."""
+        if self._names is None or len(self._names) < n:
+            raw = self.name.encode()
+            offsets = np.arange(n + 1, dtype=np.int32) * len(raw)
+            self._names = pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(raw * n))
+        return self._names.slice(0, n)
+
+    def close(self) -> int:
+        """Finish the file; returns its size."""
+        if self.lo is not None and self.hi is not None:
+            self.writer.add_key_value_metadata(
+                {"hoodie_min_record_key": str(self.lo), "hoodie_max_record_key": str(self.hi)}
             )
-        )
-        records += w.num_rows
-    return b"".join(blocks), records
+        self.writer.close()
+        if self.tmp is not None:
+            return os.path.getsize(self.tmp)
+        assert self.buffer is not None
+        return int(self.buffer.tell())
+
+    def commit(self) -> None:
+        """Make the file visible under its name (atomically)."""
+        if self.tmp is not None:
+            os.replace(self.tmp, self.storage.full_path(self.rel))
+            self.tmp = None
+        else:
+            assert self.buffer is not None
+            self.storage.write_bytes_atomic(self.rel, self.buffer.getvalue().to_pybytes(), overwrite=True)
+            self.buffer = None
+
+    def abort(self) -> None:
+        with contextlib.suppress(Exception):
+            self.writer.close()
+        if self.tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self.tmp)
+
+
+class _CarryOver:
+    """The carry-over log's records, gathered part by part (one data block and one delete block at the end)."""
+
+    def __init__(self) -> None:
+        self.data: list[pa.Table] = []
+        self.keys: list[Any] = []
+        self.partitions: list[Any] = []
+        self.values: list[Any] = []
+        self.ordering_type: pa.DataType | None = None
+
+    def add(self, merge: SliceMerge, decision: CarryOverDecision) -> None:
+        if len(decision.carry_data_idx):
+            self.data.append(merge.data.take(pa.array(decision.carry_data_idx)))
+        if len(decision.carry_delete_winner_pos):
+            w = merge.winners.take(pa.array(decision.carry_delete_winner_pos))
+            entries = merge.deletes.take(w["idx"])
+            ordering = w["ord"].combine_chunks()
+            ct = w["ct_delete"].to_numpy(zero_copy_only=False)
+            # A commit-time delete is carried with a null ordering value: it still beats whatever came before it.
+            self.values += [None if c else v for c, v in zip(ct, ordering.to_pylist(), strict=True)]
+            self.keys += entries[KEY].to_pylist()
+            self.partitions += entries[_PARTITION].to_pylist()
+            if not pa.types.is_null(ordering.type):
+                self.ordering_type = ordering.type
+
+    def encode(self, avro_schema: dict[str, Any], instant: str) -> tuple[bytes, int]:
+        schema_json = avro_schema_json(avro_schema)
+        blocks: list[bytes] = []
+        records = 0
+        if self.data:
+            rows = pa.concat_tables(self.data)
+            blocks.append(encode_avro_data_block(rows, schema_json, instant))
+            records += rows.num_rows
+        if self.keys:
+            blocks.append(
+                encode_delete_block(
+                    list(zip(self.keys, self.partitions, strict=True)),
+                    self.values,
+                    instant,
+                    schema_json,
+                    ordering_type=self.ordering_type,
+                )
+            )
+            records += len(self.keys)
+        return b"".join(blocks), records
 
 
 def run_merge_task(task: MergeTask) -> MergeResult:
     """Run one plan operation and return what it wrote.
+
+    The merge runs in bounded memory (:mod:`~evt_toolkit.compaction.bounded_merge`): logs are decoded and reduced in
+    batches and, past ``task.memory_budget``, spilled by hash partition to local disk and merged partition by
+    partition; the new base file is written row group by row group as the parts come.
 
     Raises:
         PlanValidationError: a file of the operation is missing, or the table has no schema.
@@ -422,7 +536,6 @@ def run_merge_task(task: MergeTask) -> MergeResult:
     if ctx.reader_avro_schema is None:
         raise PlanValidationError(f"{storage.uri} has no schema (no commit carries one); nothing to compact")
     avro = dict(ctx.reader_avro_schema)
-    base = read_base_file(ctx, base_file) if base_file is not None else ctx.schema.empty_table()
     later = later_logs(storage, partition, task.file_id, task.instant, named_by_deltacommit=_named_by_deltacommit(task))
     # Rollback command blocks in later logs (links of leftovers, writes landed in the new slice) remove earlier blocks
     # of their target instant, including blocks in the compacted logs: the compaction must not merge those.
@@ -432,38 +545,80 @@ def run_merge_task(task: MergeTask) -> MergeResult:
         raise UnsupportedFeatureError(
             f"file group {task.file_id}: partial-update log blocks are not compacted by this toolkit"
         )
-    try:
-        merge = merge_slice(ctx, base, queued)
-        decision = _decide(ctx, merge, task, later)
-    except EvtError:
-        raise
-    except (pa.ArrowException, ValueError, KeyError) as exc:  # undecodable content that framing did not catch
-        raise LogFormatError(f"file group {task.file_id} in {partition!r}: cannot merge its logs: {exc}") from exc
-    if task.fault_hook is not None:
-        task.fault_hook(task, "merged")
 
-    base_rows = pa.concat_tables(
-        [merge.base.filter(pa.array(decision.keep_base)), merge.data.take(pa.array(decision.base_log_idx))]
-    )
-    payload, lo, hi = _parquet_bytes(base_rows, avro, name)
-    carry_out: str | None = None
-    carry_size = carry_records = 0
-    if decision.carries:
-        carry_bytes, carry_records = _carry_over_bytes(merge, decision, avro, task.instant)
-        storage.write_bytes_atomic(_rel(partition, carry_name), carry_bytes, overwrite=True)
-        carry_out, carry_size = carry_name, len(carry_bytes)
-    storage.write_bytes_atomic(rel, payload, overwrite=True)
+    def undecodable(exc: Exception) -> LogFormatError:
+        return LogFormatError(f"file group {task.file_id} in {partition!r}: cannot merge its logs: {exc}")
+
+    budget = MemoryBudget.resolve(task.memory_budget, task.spill_dir)
+    later_facts = _LaterFacts(ctx, later)
+    carry = _CarryOver()
+    base_rows = kept_base = writes = tombstones = kept = split = 0
+    sensitive: list[str] = []
+    min_et = max_et = None
+    fld = task.event_time_field
+    out: _BaseFileWriter | None = None
+    with BoundedSliceMerge(ctx, base_file, queued, budget) as merger:
+        try:
+            merger.load_logs()
+        except (EvtError, pa.ArrowMemoryError):  # out of memory is not bad content: the worker needs a lower budget
+            raise
+        except (pa.ArrowException, ValueError, KeyError) as exc:  # undecodable content that framing did not catch
+            raise undecodable(exc) from exc
+        if task.fault_hook is not None:
+            task.fault_hook(task, "merged")
+        parts = merger.parts()
+        try:
+            while True:
+                try:
+                    merge = next(parts, None)
+                    if merge is None:
+                        break
+                    decision = _decide(ctx, merge, task, later_facts)
+                except (EvtError, pa.ArrowMemoryError):
+                    raise
+                except (pa.ArrowException, ValueError, KeyError) as exc:
+                    raise undecodable(exc) from exc
+                nb = merge.base.num_rows
+                source = pa.concat_tables([merge.base, merge.data])
+                idx = np.concatenate([np.flatnonzero(decision.keep_base), nb + decision.base_log_idx]).astype(np.int64)
+                if out is None:
+                    out = _BaseFileWriter(storage, rel, source.schema, avro, name)
+                out.write(source, idx)
+                if fld and fld in source.column_names and len(idx):
+                    ms = to_epoch_ms(source[fld].take(pa.array(idx)), task.event_time_unit, field=fld)  # type: ignore[arg-type]
+                    mm = pc.min_max(ms)
+                    lo_et, hi_et = mm["min"].as_py(), mm["max"].as_py()
+                    if lo_et is not None:
+                        min_et = lo_et if min_et is None else min(min_et, lo_et)
+                        max_et = hi_et if max_et is None else max(max_et, hi_et)
+                carry.add(merge, decision)
+                base_rows += nb
+                kept_base += int(np.count_nonzero(decision.keep_base))
+                writes += len(idx)
+                tombstones += decision.tombstones
+                kept += decision.kept
+                split += decision.split
+                sensitive += decision.ct_sensitive_keys
+                del merge, source, decision
+            if out is None:
+                out = _BaseFileWriter(storage, rel, _output_schema(ctx), avro, name)
+            payload_size = out.close()
+            carry_out: str | None = None
+            carry_size = carry_records = 0
+            if carry.data or carry.keys:
+                carry_bytes, carry_records = carry.encode(avro, task.instant)
+                storage.write_bytes_atomic(_rel(partition, carry_name), carry_bytes, overwrite=True)
+                carry_out, carry_size = carry_name, len(carry_bytes)
+            out.commit()
+        except BaseException:
+            if out is not None:
+                out.abort()
+            raise
     if task.fault_hook is not None:
         task.fault_hook(task, "written")
 
-    min_et = max_et = None
-    fld = task.event_time_field
-    if fld and fld in base_rows.column_names and base_rows.num_rows:
-        ms = to_epoch_ms(base_rows[fld], task.event_time_unit, field=fld)  # type: ignore[arg-type]
-        mm = pc.min_max(ms)
-        min_et, max_et = mm["min"].as_py(), mm["max"].as_py()
-    kept_base = int(np.count_nonzero(decision.keep_base))
-    updated = base.num_rows - kept_base
+    updated = base_rows - kept_base
+    totals = merger.totals
     return MergeResult(
         index=task.index,
         file_id=task.file_id,
@@ -471,27 +626,31 @@ def run_merge_task(task: MergeTask) -> MergeResult:
         path=rel,
         name=name,
         prev_commit=(op.base_instant or "null") if base_file is not None else "null",
-        num_writes=base_rows.num_rows,
-        num_deletes=merge.deletes.num_rows,
+        num_writes=writes,
+        num_deletes=totals.delete_rows,
         num_update_writes=updated,
-        num_inserts=base_rows.num_rows if base_file is None else 0,
-        total_write_bytes=len(payload),
-        total_log_records=merge.data.num_rows + merge.deletes.num_rows,
+        num_inserts=writes if base_file is None else 0,
+        total_write_bytes=payload_size,
+        total_log_records=totals.data_rows + totals.delete_rows,
         total_log_files_compacted=len(logs),
         total_log_size_compacted=sum(lf.size for lf in logs),
         total_log_blocks=blocks,
         total_rollback_blocks=rollbacks,
         min_event_time=min_et,
         max_event_time=max_et,
-        min_record_key=lo,
-        max_record_key=hi,
+        min_record_key=out.lo,
+        max_record_key=out.hi,
         carry_over_log=carry_out,
         carry_over_size=carry_size,
         carry_over_records=carry_records,
-        tombstones=decision.tombstones,
-        kept=decision.kept,
-        split=decision.split,
+        tombstones=tombstones,
+        kept=kept,
+        split=split,
         later_logs=tuple((lf.name, lf.size) for lf in later),
-        ct_sensitive_keys=decision.ct_sensitive_keys,
+        ct_sensitive_keys=tuple(sorted(sensitive)),
         elapsed_ms=int((time.monotonic() - started) * 1000),
     )
+
+
+def _output_schema(ctx: SliceReadContext) -> pa.Schema:
+    return pa.schema([f.with_nullable(True) for f in ctx.schema])

@@ -153,6 +153,74 @@ def merge_log_candidates(cands: LogCandidates, mode: str) -> pa.Table:
     return _last_per_key(ranked.take(order)).drop_columns(["rank"])
 
 
+def latest_per_key(
+    key: pa.Array | pa.ChunkedArray,
+    seq: pa.Array | pa.ChunkedArray,
+    ct_delete: pa.Array | pa.ChunkedArray,
+    ord_: pa.Array | pa.ChunkedArray,
+    mode: str,
+) -> np.ndarray:
+    """Positions of each key's winning record, ascending — :func:`merge_log_candidates` by hashing, not sorting.
+
+    The same rule as :func:`merge_log_candidates` (a later record wins in commit-time ordering; in event-time
+    ordering the last record with the greatest ordering value after the key's last commit-time delete, which ranks
+    lowest), computed on integer codes: keys are dictionary-encoded (one hash pass, no string sort), the ordering
+    values replaced by their dense rank, and each key's best ``(rank, seq)`` found with ``np.maximum.at``. Rows may
+    come in any order (``seq`` orders them) and the result is associative: the winners of ``A`` merged with ``B``
+    are the winners of ``A`` and ``B`` together, which is what lets a compaction reduce its logs batch by batch
+    (Hudi's ``HoodieMergedLogRecordScanner`` folds record by record into its spillable map to the same effect).
+
+    Args:
+        key: record keys (string).
+        seq: replay position of each record (unique).
+        ct_delete: whether the record is a commit-time delete.
+        ord_: ordering value (any sortable type; null type without ordering).
+        mode: ``COMMIT_TIME_ORDERING`` or ``EVENT_TIME_ORDERING``.
+    """
+    n = len(key)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    k = key.combine_chunks() if isinstance(key, pa.ChunkedArray) else key
+    enc = pc.dictionary_encode(k, null_encoding="encode")
+    codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    groups = len(enc.dictionary)
+    s = np.asarray(pc.cast(seq, pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64)
+    s = s - s.min()
+    span = int(s.max()) + 1
+    if mode != EVENT_TIME:
+        score = s
+        eligible = None
+    else:
+        ct = np.asarray(pc.fill_null(ct_delete, False).to_numpy(zero_copy_only=False), dtype=bool)
+        last_ct = np.full(groups, -1, dtype=np.int64)
+        if ct.any():
+            np.maximum.at(last_ct, codes[ct], s[ct])
+        eligible = s >= last_ct[codes]
+        rank = np.zeros(n, dtype=np.int64)
+        o = ord_.combine_chunks() if isinstance(ord_, pa.ChunkedArray) else ord_
+        if o.type != pa.null():
+            valid = ~ct & ~np.asarray(o.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+            if valid.any():
+                dense = pc.rank(o.filter(pa.array(valid)), sort_keys="ascending", tiebreaker="dense")
+                rank[valid] = dense.to_numpy(zero_copy_only=False).astype(np.int64)
+        top = int(rank.max())
+        if top and top > (np.iinfo(np.int64).max // 2) // span:
+            # (rank, seq) does not fit one int64: sort instead (never at realistic sizes).
+            order = np.lexsort((s, rank, codes))
+            order = order[eligible[order]]
+            c = codes[order]
+            last = np.ones(len(order), dtype=bool)
+            last[:-1] = c[:-1] != c[1:]
+            return np.sort(order[last])
+        score = rank * span + s
+    best = np.full(groups, -1, dtype=np.int64)
+    if eligible is None:
+        np.maximum.at(best, codes, score)
+        return np.flatnonzero(score == best[codes])
+    np.maximum.at(best, codes[eligible], score[eligible])
+    return np.flatnonzero(eligible & (score == best[codes]))
+
+
 def merge_with_base(
     base_keys: pa.Array,
     base_ord: pa.Array | None,
@@ -174,6 +242,9 @@ def merge_with_base(
     nb = len(base_keys)
     if winners.num_rows == 0:
         return pa.array(np.ones(nb, dtype=bool)), winners
+    if nb == 0:
+        # No base file: every data winner is emitted; no join to run.
+        return pa.array(np.zeros(0, dtype=bool)), winners.filter(pc.invert(pc.fill_null(winners["is_delete"], False)))
     base_tbl = pa.table({"key": base_keys.cast(pa.string()), "bpos": pa.array(np.arange(nb, dtype=np.int64))})
     ord_type = winners.schema.field("ord").type
     compare = mode == EVENT_TIME and base_ord is not None and ord_type != pa.null()

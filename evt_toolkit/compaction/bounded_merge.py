@@ -1,0 +1,670 @@
+"""A compaction task's merge in bounded memory: logs decoded and reduced batch by batch, spilled by hash partition.
+
+Mirrors how Hudi's compactor reads a file slice: ``HoodieMergedLogRecordScanner`` folds the log records into an
+``ExternalSpillableMap`` that keeps at most ``hoodie.memory.compaction.max.size`` bytes in memory and spills the
+rest to ``hoodie.memory.spillable.map.path``; ``HoodieMergeHandle`` then merges the base file's rows with it. Here,
+column-wise:
+
+1. The slice's delete blocks are decoded first (small: keys and ordering values) so that their ordering values are
+   made comparable across blocks exactly as :func:`~evt_toolkit.read.slice_reader.decode_blocks` does.
+2. Data blocks are read and decoded in batches of about :attr:`MemoryBudget.batch_bytes` of content
+   (:func:`~evt_toolkit.format.log_content.decode_avro_data_blocks`: one object container and one cast per chunk,
+   chunks decoded on threads since polars releases the GIL), and each batch is reduced at once to the latest record
+   per key with :func:`~evt_toolkit.read.merge.latest_per_key` (hashing, no string sort). The reduced batches form
+   the *key state*, reduced again whenever it has doubled since its last reduction.
+3. When the key state outgrows :attr:`MemoryBudget.state_bytes`, it is written to Arrow IPC files under a
+   temporary directory, one per hash partition of the record key (``P`` partitions sized so that one fits the
+   budget); so is every later batch once its buffer fills, and the base file's rows, row group by row group.
+4. Each partition is then merged on its own with the base rows of the same partition
+   (:meth:`BoundedSliceMerge.parts`): a key lives in exactly one partition, so every per-key decision the task
+   takes (:mod:`~evt_toolkit.compaction.carry_over`) is the same as over the whole slice.
+
+Without spilling there is one partition, and the task's output is the unbounded merge's, row for row.
+
+Why Arrow IPC files for the spill: they are written and memory-mapped back without any encoding (a spilled
+partition costs one sequential write and one read), keep every Arrow type the table has, and pyarrow is already
+there; Parquet would compress but costs an encode and a decode per row.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from evt_toolkit.errors import ReadError, TableConfigError, UnsupportedFeatureError
+from evt_toolkit.format.log_content import (
+    DECODE_CHUNK_BYTES,
+    decode_avro_data_blocks,
+    decode_data_block,
+    decode_delete_block,
+)
+from evt_toolkit.format.logfile import BlockType, read_block_content
+from evt_toolkit.read.conform import conform
+from evt_toolkit.read.merge import COMMIT_TIME, IS_DELETED, KEY, build_candidates, latest_per_key, merge_with_base
+from evt_toolkit.read.slice_reader import (
+    DELETE_SCHEMA,
+    QueuedBlock,
+    SliceMerge,
+    SliceReadContext,
+    _concat_deletes,
+    _normalize_deletes,
+)
+from evt_toolkit.table.fs_view import BaseFile
+
+__all__ = [
+    "DEFAULT_MEMORY_FRACTION",
+    "MEMORY_MAX_SIZE_KEY",
+    "SPILL_PATH_KEY",
+    "BoundedSliceMerge",
+    "MemoryBudget",
+    "configured_memory_budget",
+    "worker_memory_bytes",
+]
+
+#: Hudi's ``HoodieMemoryConfig.MAX_MEMORY_FOR_COMPACTION``: bytes a compaction task may hold before it spills.
+MEMORY_MAX_SIZE_KEY = "hoodie.memory.compaction.max.size"
+#: Hudi's ``HoodieMemoryConfig.SPILLABLE_MAP_BASE_PATH``: where spilled partitions go (default: the temp dir).
+SPILL_PATH_KEY = "hoodie.memory.spillable.map.path"
+#: Without :data:`MEMORY_MAX_SIZE_KEY`, a task may use this fraction of its worker's memory (Hudi: 0.6 of the
+#: executor's memory left to user code, ``hoodie.memory.compaction.fraction``; lower here because a Python worker
+#: per core shares the executor's memory with the others and with the JVM).
+DEFAULT_MEMORY_FRACTION = 0.25
+#: Upper bound of hash partitions (open files while spilling).
+MAX_PARTITIONS = 256
+
+_SEQ, _DEL, _CT, _ORD, _SRC = "__evt_seq", "__evt_is_delete", "__evt_ct_delete", "__evt_ord", "__evt_src"
+_PARTITION = "_hoodie_partition_path"
+
+
+def worker_memory_bytes() -> int:
+    """The memory this process may use: the least of its address-space limit, its cgroup's limit and the RAM."""
+    limits: list[int] = []
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+        if soft not in (resource.RLIM_INFINITY, -1) and soft > 0:
+            limits.append(int(soft))
+    except (ImportError, OSError, ValueError):  # not POSIX
+        pass
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            with open(path) as fh:
+                text = fh.read().strip()
+        except OSError:
+            continue
+        if text.isdigit() and int(text) < 1 << 60:
+            limits.append(int(text))
+    with contextlib.suppress(AttributeError, ValueError, OSError):
+        limits.append(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    return min(limits) if limits else 4 << 30
+
+
+def configured_memory_budget(properties: Mapping[str, str] | None, source: str = "hoodie.properties") -> int | None:
+    """``hoodie.memory.compaction.max.size`` in bytes when set (``None``: the worker picks its default).
+
+    Raises:
+        TableConfigError: the value is not a positive integer (names the source).
+    """
+    raw = (properties or {}).get(MEMORY_MAX_SIZE_KEY)
+    if raw is None or not str(raw).strip():
+        return None
+    try:
+        value = int(str(raw).strip())
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise TableConfigError(f"{source}: {MEMORY_MAX_SIZE_KEY} must be a positive number of bytes, not {raw!r}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryBudget:
+    """How a compaction task splits its memory budget.
+
+    Attributes:
+        total: the budget in bytes (``hoodie.memory.compaction.max.size``, else a fraction of the worker's memory).
+        spill_dir: where spilled partitions go (``hoodie.memory.spillable.map.path``; ``None``: the temp dir).
+    """
+
+    total: int
+    spill_dir: str | None = None
+
+    @classmethod
+    def resolve(cls, configured: int | None, spill_dir: str | None = None) -> MemoryBudget:
+        """The configured budget, else :data:`DEFAULT_MEMORY_FRACTION` of :func:`worker_memory_bytes`."""
+        total = configured if configured is not None else int(worker_memory_bytes() * DEFAULT_MEMORY_FRACTION)
+        return cls(max(1, total), spill_dir)
+
+    @property
+    def batch_bytes(self) -> int:
+        """Log content decoded at once: decoding holds ~6x a batch's bytes for a moment (content, container,
+        polars' frame, the cast), so a batch is a sixteenth of the budget (at least one block is read, whatever
+        its size: a block is decoded whole, as in Hudi)."""
+        return int(min(max(self.total // 16, 1 << 20), 2 * DECODE_CHUNK_BYTES))
+
+    @property
+    def state_bytes(self) -> int:
+        """The key state (and the base rows merged with it) kept in memory before spilling: a quarter of the
+        budget, since reducing or partitioning it copies it once more while a batch is being decoded."""
+        return max(1, self.total // 4)
+
+
+@dataclass(slots=True)
+class LogTotals:
+    """What the task counts while streaming its logs."""
+
+    data_rows: int = 0
+    delete_rows: int = 0
+    batches: int = 0
+    partitions: int = 1
+    spilled_bytes: int = 0
+
+
+class _Allocators:
+    """Keep freed memory from piling up in the allocators while a task runs.
+
+    A task's batches are allocated and freed by three allocators: Arrow's pool, glibc's malloc (Python's ``bytes``
+    of block contents and containers) and polars' jemalloc. Each keeps freed pages for reuse, so the resident set
+    grows to the sum of their peaks, several times the live data. While a task runs, Arrow allocates from the
+    system allocator (Arrow's default pools keep freed segments) and glibc keeps large blocks in their own mappings
+    (``M_MMAP_THRESHOLD``, which glibc otherwise raises after the first large free); after each batch, glibc gives
+    freed heap pages back (``malloc_trim``). Used only for slices of more than 64 MiB or more than the key state's
+    share of the budget: on small slices the fresh mappings and the slower allocator cost more time than they save.
+    Polars' jemalloc is configured by the worker's environment
+    (``_RJEM_MALLOC_CONF=dirty_decay_ms:0,muzzy_decay_ms:0``, see bench/README.md).
+    """
+
+    _libc: Any = None
+    _mmap_set = False
+
+    def __init__(self) -> None:
+        self.previous: pa.MemoryPool | None = None
+
+    def __enter__(self) -> _Allocators:
+        cls = type(self)
+        if cls._libc is None:
+            try:
+                import ctypes
+                import ctypes.util
+
+                cls._libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+                cls._libc.malloc_trim  # noqa: B018 - glibc only
+            except (OSError, AttributeError):
+                cls._libc = False
+        if cls._libc and not cls._mmap_set:
+            cls._libc.mallopt(_M_MMAP_THRESHOLD, 1 << 20)
+            cls._mmap_set = True
+        self.previous = pa.default_memory_pool()
+        pa.set_memory_pool(pa.system_memory_pool())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.previous is not None:
+            pa.set_memory_pool(self.previous)
+        self.trim()
+
+    def trim(self) -> None:
+        if type(self)._libc:
+            type(self)._libc.malloc_trim(0)
+
+
+_M_MMAP_THRESHOLD = -3
+#: Slices smaller than this (log + base bytes) and than the key state's share of the budget run with the usual
+#: allocators (see :class:`_Allocators`).
+_TAME_ABOVE = 64 << 20
+
+
+def _state_schema(ctx: SliceReadContext, ord_type: pa.DataType) -> pa.Schema:
+    return pa.schema(
+        [f.with_nullable(True) for f in ctx.schema]
+        + [
+            pa.field(_SEQ, pa.int64()),
+            pa.field(_DEL, pa.bool_()),
+            pa.field(_CT, pa.bool_()),
+            pa.field(_ORD, ord_type),
+            pa.field(_SRC, pa.int8()),
+        ]
+    )
+
+
+def _reduce(state: pa.Table, mode: str, *, final: bool = False) -> pa.Table:
+    if state.num_rows == 0:
+        return state
+    keep = latest_per_key(state[KEY], state[_SEQ], state[_CT], state[_ORD], mode)
+    if len(keep) == state.num_rows or (not final and len(keep) > 0.85 * state.num_rows):
+        # Hardly any duplicates: copying the batch to drop them costs more memory than keeping them until later.
+        return state
+    return state.take(pa.array(keep))
+
+
+def _partition_ids(keys: pa.ChunkedArray | pa.Array, partitions: int) -> np.ndarray:
+    import polars as pl
+
+    arr = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+    hashed = pl.Series(values=arr.cast(pa.large_string())).hash(seed=0x5EED).to_numpy()
+    return np.asarray(hashed % np.uint64(partitions), dtype=np.int64)
+
+
+class _Spill:
+    """Hash-partitioned Arrow IPC streams under a temporary directory: log state rows and base rows."""
+
+    def __init__(self, root: str | None, partitions: int, state_schema: pa.Schema, base_schema: pa.Schema) -> None:
+        if root is not None:
+            os.makedirs(root, exist_ok=True)
+        self.dir = tempfile.mkdtemp(prefix="evt-compaction-spill-", dir=root)
+        self.partitions = partitions
+        self.schemas = {"log": state_schema, "base": base_schema}
+        self.writers: dict[tuple[str, int], pa.ipc.RecordBatchStreamWriter] = {}
+        self.sinks: dict[tuple[str, int], pa.NativeFile] = {}
+        self.bytes = 0
+
+    def _path(self, kind: str, p: int) -> str:
+        return os.path.join(self.dir, f"{kind}-{p:04d}.arrows")
+
+    def write(self, kind: str, rows: pa.Table) -> None:
+        if rows.num_rows == 0:
+            return
+        part = _partition_ids(rows[KEY], self.partitions)
+        order = np.argsort(part, kind="stable")
+        counts = np.bincount(part, minlength=self.partitions)
+        ordered = rows.take(pa.array(order))
+        start = 0
+        for p, n in enumerate(counts.tolist()):
+            if n:
+                key = (kind, p)
+                writer = self.writers.get(key)
+                if writer is None:
+                    sink = pa.OSFile(self._path(kind, p), "wb")
+                    self.sinks[key] = sink
+                    writer = self.writers[key] = pa.ipc.new_stream(sink, self.schemas[kind])
+                writer.write_table(ordered.slice(start, n))
+            start += n
+        self.bytes += ordered.nbytes
+
+    def finish(self) -> None:
+        for writer in self.writers.values():
+            writer.close()
+        for sink in self.sinks.values():
+            sink.close()
+        self.writers.clear()
+        self.sinks.clear()
+
+    def read(self, kind: str, p: int) -> pa.Table:
+        path = self._path(kind, p)
+        if not os.path.exists(path):
+            return self.schemas[kind].empty_table()
+        with pa.memory_map(path) as source:
+            table = pa.ipc.open_stream(source).read_all()
+        os.unlink(path)  # the mapping stays valid; the disk space goes as soon as the table does
+        return table
+
+    def close(self) -> None:
+        self.finish()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@dataclass
+class BoundedSliceMerge:
+    """A file slice's base file merged with its chosen log blocks, partition by partition, in bounded memory.
+
+    Use :meth:`load_logs` once, then iterate :meth:`parts`; :meth:`close` (or the context manager) removes spilled
+    files. Each part is a :class:`~evt_toolkit.read.slice_reader.SliceMerge` over one hash partition of the keys,
+    whose ``data`` and ``deletes`` hold only the log *winners* of that partition (the rows a compaction can write)
+    and whose ``winners`` index them.
+
+    Attributes:
+        ctx: the read context (schema, merge mode, reader schema).
+        base_file: the slice's base file, if any.
+        queued: the log blocks to merge, in replay order (from ``select_log_blocks``).
+        budget: the memory budget.
+        totals: counts, filled by :meth:`load_logs`.
+    """
+
+    ctx: SliceReadContext
+    base_file: BaseFile | None
+    queued: list[QueuedBlock]
+    budget: MemoryBudget
+    totals: LogTotals = field(default_factory=LogTotals)
+    _state: list[pa.Table] = field(default_factory=list)
+    _state_bytes: int = 0
+    _reduced_bytes: int = 0
+    _spill: _Spill | None = None
+    _schema: pa.Schema | None = None
+    _base_bytes: int = 0
+    _log_bytes: int = 0
+    _next_delete: int = 0
+    _alloc: _Allocators | None = None
+
+    def __enter__(self) -> BoundedSliceMerge:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Remove spilled files (and restore the allocator settings)."""
+        if self._spill is not None:
+            self._spill.close()
+        if self._alloc is not None:
+            self._alloc.__exit__()
+            self._alloc = None
+
+    def _trim(self) -> None:
+        # malloc_trim walks the heap (~2 ms): worth it only where a batch is large next to the budget.
+        if self._alloc is not None:
+            self._alloc.trim()
+
+    @property
+    def spilled(self) -> bool:
+        """Whether the key state went to disk."""
+        return self._spill is not None
+
+    # -- logs -----------------------------------------------------------------------------------------------------
+    def load_logs(self) -> None:
+        """Decode the queued blocks batch by batch into the key state (spilling past the budget)."""
+        ctx = self.ctx
+        if any(q.block.is_partial for q in self.queued):
+            raise UnsupportedFeatureError("partial-update log blocks are merged block by block, not by a compaction")
+        self._base_bytes = self._base_estimate()
+        self._log_bytes = sum(q.block.content_length for q in self.queued) or 1
+        if self._log_bytes + self._base_bytes > min(_TAME_ABOVE, self.budget.state_bytes):
+            # Only where memory is at stake: the system allocator and fresh mappings cost CPU on every batch.
+            self._alloc = _Allocators().__enter__()
+        unified, del_cands, del_offsets = self._decode_deletes()
+        ord_type = del_cands.schema.field("ord").type
+        self._schema = _state_schema(ctx, ord_type)
+        batch: list[tuple[QueuedBlock, bytes | None]] = []
+        batch_bytes = 0
+        seq = 0
+        read_bytes = 0
+        handle_path: str | None = None
+        handle = None
+        try:
+            for q in self.queued:
+                if q.block.block_type == BlockType.DELETE:
+                    batch.append((q, None))
+                    continue
+                if q.log_file.path != handle_path:
+                    if handle is not None:
+                        handle.close()
+                    handle = ctx.storage.open_input(q.log_file.path)
+                    handle_path = q.log_file.path
+                assert handle is not None
+                content = read_block_content(handle, q.block)
+                batch.append((q, content))
+                batch_bytes += len(content)
+                if batch_bytes >= self.budget.batch_bytes:
+                    read_bytes += batch_bytes
+                    seq = self._flush(batch, seq, unified, del_cands, del_offsets, read_bytes)
+                    batch, batch_bytes = [], 0
+        finally:
+            if handle is not None:
+                handle.close()
+        if batch:
+            read_bytes += batch_bytes
+            self._flush(batch, seq, unified, del_cands, del_offsets, read_bytes)
+        if self._spill is None and self._state_bytes + self._base_bytes > self.budget.state_bytes:
+            self._reduce_state()
+            if self._state_bytes + self._base_bytes > self.budget.state_bytes:
+                self._start_spill(1.0)
+        if self._spill is not None:
+            self._spill_state()
+            self._spill_base()
+            self._spill.finish()
+            self.totals.spilled_bytes = self._spill.bytes
+
+    def _base_estimate(self) -> int:
+        if self.base_file is None:
+            return 0
+        with self.ctx.storage.open_input(self.base_file.path) as f:
+            try:
+                meta = pq.ParquetFile(f).metadata
+            except (pa.ArrowInvalid, OSError) as exc:
+                raise ReadError(f"cannot read base file {self.base_file.path}: {exc}") from exc
+            return sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+
+    def _decode_deletes(self) -> tuple[pa.Table, pa.Table, list[int]]:
+        """Every delete block of the queue (in order), made comparable together, and their merge candidates."""
+        ctx = self.ctx
+        by_file: dict[str, list[QueuedBlock]] = {}
+        for q in self.queued:
+            if q.block.block_type == BlockType.DELETE:
+                by_file.setdefault(q.log_file.path, []).append(q)
+        decoded: dict[int, pa.Table] = {}
+        for path, items in by_file.items():
+            with ctx.storage.open_input(path) as f:
+                for q in items:
+                    decoded[id(q)] = _normalize_deletes(decode_delete_block(q.block, read_block_content(f, q.block)))
+        tables = [decoded[id(q)] for q in self.queued if q.block.block_type == BlockType.DELETE]
+        unified = _concat_deletes(tables) if tables else DELETE_SCHEMA.empty_table()
+        n = unified.num_rows
+        cands = build_candidates(
+            ctx.schema.empty_table(),
+            pa.array([], pa.int64()),
+            unified,
+            pa.array(np.zeros(n, dtype=np.int64)),
+            ctx.ordering_field,
+            ctx.merge_mode,
+        ).table
+        offsets = np.concatenate([[0], np.cumsum([t.num_rows for t in tables])]).astype(np.int64).tolist()
+        return unified, cands, offsets
+
+    def _flush(
+        self,
+        batch: list[tuple[QueuedBlock, bytes | None]],
+        seq: int,
+        unified: pa.Table,
+        del_cands: pa.Table,
+        del_offsets: list[int],
+        read_bytes: int,
+    ) -> int:
+        """Decode one batch, reduce it, add it to the key state; returns the next replay position."""
+        ctx = self.ctx
+        assert self._schema is not None
+        avro = [(q.block, c) for q, c in batch if c is not None and q.block.block_type is BlockType.AVRO_DATA]
+        avro_tables = iter(decode_avro_data_blocks(avro, ctx.reader_avro_schema)) if avro else iter(())
+        data_parts: list[pa.Table] = []
+        data_seq: list[np.ndarray] = []
+        del_parts: list[pa.Table] = []
+        for q, content in batch:
+            if content is None:
+                k = self._next_delete
+                self._next_delete += 1
+                lo, hi = del_offsets[k], del_offsets[k + 1]
+                n = hi - lo
+                c = del_cands.slice(lo, n)
+                entries = unified.slice(lo, n)
+                cols: list[pa.Array | pa.ChunkedArray] = []
+                for f in ctx.schema:
+                    if f.name == KEY:
+                        cols.append(entries["_hoodie_record_key"].cast(f.type))
+                    elif f.name == _PARTITION:
+                        cols.append(entries[_PARTITION].cast(f.type))
+                    else:
+                        cols.append(pa.nulls(n, f.type))
+                cols += [
+                    pa.array(np.arange(seq, seq + n, dtype=np.int64)),
+                    pa.array(np.ones(n, dtype=bool)),
+                    c["ct_delete"],
+                    c["ord"].cast(self._schema.field(_ORD).type),
+                    pa.array(np.ones(n, dtype=np.int8)),
+                ]
+                del_parts.append(pa.Table.from_arrays(cols, schema=self._schema))
+                self.totals.delete_rows += n
+                seq += n
+                continue
+            if q.block.block_type is BlockType.AVRO_DATA:
+                raw = next(avro_tables)
+            else:
+                raw = decode_data_block(q.block, content, ctx.reader_avro_schema)
+            rows = conform(raw, ctx.schema, q.log_file.path)
+            n = rows.num_rows
+            data_parts.append(rows)
+            data_seq.append(np.arange(seq, seq + n, dtype=np.int64))
+            self.totals.data_rows += n
+            seq += n
+        parts: list[pa.Table] = []
+        if data_parts:
+            data = pa.concat_tables(data_parts)
+            n = data.num_rows
+            if IS_DELETED in data.column_names:
+                soft = pc.fill_null(data[IS_DELETED].cast(pa.bool_()), False)
+            else:
+                soft = pa.chunked_array([np.zeros(n, dtype=bool)])
+            ord_type = self._schema.field(_ORD).type
+            of = ctx.ordering_field
+            if ord_type != pa.null() and of and of in data.column_names:
+                ordering = data[of].cast(ord_type)
+            else:
+                ordering = pa.nulls(n, ord_type)
+            parts.append(
+                pa.Table.from_arrays(
+                    [
+                        *data.columns,
+                        pa.array(np.concatenate(data_seq)),
+                        soft,
+                        pa.array(np.zeros(n, dtype=bool)),
+                        ordering,
+                        pa.array(np.zeros(n, dtype=np.int8)),
+                    ],
+                    schema=self._schema,
+                )
+            )
+        parts += del_parts
+        self.totals.batches += 1
+        if parts:
+            self._add(_reduce(pa.concat_tables(parts), ctx.merge_mode), read_bytes)
+        self._trim()
+        return seq
+
+    def _add(self, reduced: pa.Table, read_bytes: int) -> None:
+        self._state.append(reduced)
+        self._state_bytes += reduced.nbytes
+        limit = self.budget.state_bytes
+        if self._spill is not None:
+            if self._state_bytes >= limit:
+                self._spill_state()
+            return
+        if self._state_bytes > 2 * max(self._reduced_bytes, self.budget.batch_bytes):
+            self._reduce_state()
+        if self._state_bytes + self._base_bytes > limit:
+            self._reduce_state()
+            if self._state_bytes + self._base_bytes > limit:
+                self._start_spill(read_bytes / self._log_bytes)
+
+    def _reduce_state(self) -> None:
+        if len(self._state) > 1 or (self._state and self._reduced_bytes != self._state_bytes):
+            merged = _reduce(pa.concat_tables(self._state), self.ctx.merge_mode)
+            self._state = [merged]
+            self._state_bytes = self._reduced_bytes = merged.nbytes
+
+    def _start_spill(self, fraction_read: float) -> None:
+        """Pick the partition count from the state's growth so far, then move the state to disk."""
+        assert self._schema is not None
+        expected = self._state_bytes / max(fraction_read, 1e-6) + self._base_bytes
+        partitions = int(min(MAX_PARTITIONS, max(2, np.ceil(2 * expected / self.budget.state_bytes))))
+        self._spill = _Spill(self.budget.spill_dir, partitions, self._schema, _nullable(self.ctx.schema))
+        self.totals.partitions = partitions
+        self._spill_state()
+
+    def _spill_state(self) -> None:
+        assert self._spill is not None
+        for t in self._state:
+            self._spill.write("log", t)
+        self._state, self._state_bytes = [], 0
+
+    def _spill_base(self) -> None:
+        assert self._spill is not None
+        if self.base_file is None:
+            return
+        ctx = self.ctx
+        with ctx.storage.open_input(self.base_file.path) as f:
+            try:
+                pf = pq.ParquetFile(f)
+                rows_per_batch = max(1024, min(1 << 20, self.budget.batch_bytes // 256))
+                for rb in pf.iter_batches(batch_size=rows_per_batch):
+                    self._spill.write("base", conform(pa.Table.from_batches([rb]), ctx.schema, self.base_file.path))
+            except (pa.ArrowInvalid, OSError) as exc:
+                raise ReadError(f"cannot read base file {self.base_file.path}: {exc}") from exc
+
+    # -- parts ----------------------------------------------------------------------------------------------------
+    def parts(self) -> Iterator[SliceMerge]:
+        """The merge, one hash partition at a time (one part when nothing spilled)."""
+        ctx = self.ctx
+        if self._spill is None:
+            pending, self._state, self._state_bytes = self._state, [], 0
+            state = _reduce(pa.concat_tables(pending), ctx.merge_mode, final=True) if pending else self._empty_state()
+            del pending
+            base = (
+                _read_base(ctx, self.base_file) if self.base_file is not None else _nullable(ctx.schema).empty_table()
+            )
+            yield _merge_part(ctx, base, state)
+            return
+        for p in range(self._spill.partitions):
+            state = _reduce(self._spill.read("log", p), ctx.merge_mode, final=True)
+            base = self._spill.read("base", p)
+            yield _merge_part(ctx, base, state)
+            del state, base
+            self._trim()
+
+    def _empty_state(self) -> pa.Table:
+        assert self._schema is not None
+        return self._schema.empty_table()
+
+
+def _nullable(schema: pa.Schema) -> pa.Schema:
+    return pa.schema([f.with_nullable(True) for f in schema])
+
+
+def _read_base(ctx: SliceReadContext, base: BaseFile) -> pa.Table:
+    from evt_toolkit.read.slice_reader import read_base_file
+
+    return read_base_file(ctx, base)
+
+
+def _merge_part(ctx: SliceReadContext, base: pa.Table, state: pa.Table) -> SliceMerge:
+    """One partition's :class:`SliceMerge`: ``data``/``deletes`` are the partition's log winners."""
+    names = ctx.schema.names
+    src = np.asarray(state[_SRC].to_numpy(zero_copy_only=False), dtype=np.int8)
+    is_data = src == 0
+    # ``data`` is the state itself (no copy): delete rows stay in it but no index points at them.
+    data = state.select(names)
+    dels = state.filter(pa.array(~is_data)) if not is_data.all() else state.slice(0, 0)
+    deletes = pa.table(
+        {
+            "_hoodie_record_key": dels[KEY].cast(pa.string()),
+            _PARTITION: dels[_PARTITION].cast(pa.string())
+            if _PARTITION in dels.column_names
+            else pa.nulls(dels.num_rows, pa.string()),
+            "ordering_value": dels[_ORD],
+            "ordering_wrapper": pa.nulls(dels.num_rows, pa.string()),
+        }
+    )
+    idx = np.where(is_data, np.arange(len(src), dtype=np.int64), np.cumsum(~is_data) - 1).astype(np.int64)
+    winners = pa.table(
+        {
+            "key": state[KEY].cast(pa.string()),
+            "seq": state[_SEQ],
+            "is_delete": state[_DEL],
+            "ct_delete": state[_CT],
+            "ord": state[_ORD],
+            "src": state[_SRC],
+            "idx": pa.array(idx),
+        }
+    )
+    base_ord = None
+    if ctx.merge_mode != COMMIT_TIME and ctx.ordering_field and ctx.ordering_field in base.column_names:
+        base_ord = base[ctx.ordering_field].combine_chunks()
+    keep_base, emitted = merge_with_base(base[KEY].combine_chunks(), base_ord, winners, ctx.merge_mode)
+    return SliceMerge(base, keep_base, data, deletes, winners, emitted)
