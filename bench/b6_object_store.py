@@ -199,6 +199,7 @@ def _stats(values: list[float]) -> dict[str, float]:
 def _measure(proxy: DelayProxy, repeats: int, setup: Callable[[int], Any], fn: Callable[[Any], Any]) -> dict[str, Any]:
     walls: list[float] = []
     reqs: list[dict[str, int]] = []
+    # repeats is recorded per measurement: a slow variant may run fewer times than --repeats.
     extra: list[Any] = []
     for i in range(repeats):
         arg = setup(i)
@@ -210,6 +211,7 @@ def _measure(proxy: DelayProxy, repeats: int, setup: Callable[[int], Any], fn: C
         extra.append(out)
     keys = sorted({k for r in reqs for k in r})
     return {
+        "repeats": repeats,
         "wall_s": _stats(walls),
         "requests": {k: statistics.median([r.get(k, 0) for r in reqs]) for k in keys},
         "results": extra,
@@ -369,21 +371,48 @@ def run(size: str = "small", latency_ms: float = 20.0, repeats: int | None = Non
         pt = evt.HudiTable.open("s3a://bench/preview", storage_options=slow)
         n_prev_logs = int(sum(pt.file_slices()["num_log_files"].to_pylist()))
         field = pt.config.event_time_field
+        assert not pt.timeline.pending(), "the preview table has no pending instants (both variants pass none)"
+        now_ms = int(time.time() * 1000)  # one compaction time for every repeat: the previews must agree
 
-        def preview(_: Any) -> Any:
+        def preview(use_write_stats: bool) -> Any:
             from evt_toolkit.compaction import event_times
+            from evt_toolkit.compaction.preview import preview as preview_of
 
             event_times.clear_cache()
             tp = evt.HudiTable.open("s3a://bench/preview", storage_options=slow)
-            return tp.compaction.preview(EventTimeBasedCompactionStrategy(data_latency=3_600_000))
+            strategy = EventTimeBasedCompactionStrategy(data_latency=3_600_000)
+            if use_write_stats:
+                return tp.compaction.preview(strategy, now_ms=now_ms)  # what a user calls
+            slices = event_times.slice_set(tp, field, use_write_stats=False)
+            return preview_of(slices, strategy, now_ms=now_ms, pending_table_services=())
 
-        prev = _measure(proxy, max(1, min(reps, 3)), lambda i: None, preview)
-        prev.pop("results")
-        prev["log_files"] = n_prev_logs
-        prev["event_time_field"] = field
-        prev["requests_per_log_file"] = prev["requests"]["total"] / n_prev_logs
-        prev["log_file_requests_per_log_file"] = prev["requests"].get("log_file", 0) / n_prev_logs
+        def preview_summary(res: Any) -> dict[str, Any]:
+            s = res.summary
+            return {"slices_selected": s.slices_selected, "logs_compacted": s.logs_compacted}
+
+        def per_log(p: dict[str, Any]) -> None:
+            p["log_files"] = n_prev_logs
+            p["event_time_field"] = field
+            p["requests_per_log_file"] = p["requests"]["total"] / n_prev_logs
+            p["log_file_requests_per_log_file"] = p["requests"].get("log_file", 0) / n_prev_logs
+
+        # Block facts from the commits' write stats (one GET per commit), as the preview does by default ...
+        prev = _measure(proxy, reps, lambda i: True, preview)
+        fast = prev.pop("results")
+        per_log(prev)
         out["preview"] = prev
+        # ... and from every log's headers (one GET per log): fewer repeats, each takes half a minute at 20 ms.
+        scan = _measure(proxy, max(1, min(reps, 3)), lambda i: False, preview)
+        slow_res = scan.pop("results")
+        per_log(scan)
+        # Same preview either way (the slice and log tables; only where a value was read from may differ).
+        a, b = fast[0], slow_res[0]
+        assert a.per_slice.equals(b.per_slice) and a.summary == b.summary, "the two previews differ"
+        assert a.per_log.drop_columns(["min_event_time_source"]).equals(
+            b.per_log.drop_columns(["min_event_time_source"])
+        ), "the two previews' log tables differ"
+        prev["summary"] = preview_summary(a)
+        out["preview_header_scan"] = scan
     finally:
         proxy.stop()
         moto.terminate()
@@ -459,6 +488,7 @@ def to_markdown(r: dict[str, Any]) -> str:
     row("schedule with copy links", r["schedule_copy_links"])
     row("run (4 file groups)", r["run"])
     row(f"preview of {r['preview']['log_files']} logs", r["preview"])
+    row(f"preview of {r['preview']['log_files']} logs, every log read", r["preview_header_scan"])
     lines += ["", "## Targets", "", "| target | goal | measured | met |", "|---|---|---|---|"]
     for t in r["targets"]:
         lines.append(f"| {t['target']} | {t['goal']} | {t['measured']} | {'yes' if t['met'] else 'no'} |")
@@ -470,7 +500,10 @@ def to_markdown(r: dict[str, Any]) -> str:
         f"{r['header_scan']['log_file_requests_per_log_file']:.2f} requests per log file on log files "
         f"({r['header_scan']['requests_per_log_file']:.2f} counting opening the table); preview: "
         f"{r['preview']['log_file_requests_per_log_file']:.2f} on log files "
-        f"({r['preview']['requests_per_log_file']:.2f} in all).",
+        f"({r['preview']['requests_per_log_file']:.2f} in all); the preview reading every log instead: "
+        f"{r['preview_header_scan']['log_file_requests_per_log_file']:.2f} on log files "
+        f"({r['preview_header_scan']['requests_per_log_file']:.2f} in all), median of "
+        f"{r['preview_header_scan']['repeats']} repeats.",
         "",
     ]
     return "\n".join(lines)

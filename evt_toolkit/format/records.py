@@ -73,6 +73,8 @@ class WriteStat:
         total_log_blocks: ``totalLogBlocks``.
         total_write_errors: ``totalWriteErrors``.
         record: every field as Hudi wrote it, in Jackson's order.
+        log_offset: ``logOffset`` of a ``HoodieDeltaWriteStat`` (where the commit's first block starts in the log
+            file; ``fileSizeInBytes`` bytes from there are the commit's), ``None`` for base files and when absent.
     """
 
     partition_path: str
@@ -91,6 +93,7 @@ class WriteStat:
     total_log_blocks: int
     total_write_errors: int
     record: Mapping[str, Any] = field(repr=False, compare=False)
+    log_offset: int | None = None
 
     @property
     def file_name(self) -> str:
@@ -117,6 +120,7 @@ class WriteStat:
             total_log_blocks=_int(rec.get("totalLogBlocks")),
             total_write_errors=_int(rec.get("totalWriteErrors")),
             record=dict(rec),
+            log_offset=_opt_int(rec.get("logOffset")),
         )
 
     @classmethod

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, BinaryIO, Literal, cast
 
@@ -56,7 +57,7 @@ class Inspect:
 
     def __init__(self, table: Table) -> None:
         self._table = table
-        self._scan_cache: dict[tuple[str, int, int], MinEventTime] = {}
+        self._scan_cache: dict[tuple[str, int, int, str, str], MinEventTime] = {}
         self._deletes: _LazyDeletes | None = None
 
     def log_blocks(
@@ -82,38 +83,50 @@ class Inspect:
             >>> t.inspect.log_blocks().select(["log_file", "block_type", "min_event_time"])  # doctest: +SKIP
         """
         t = self._table
-        field = event_time_field or t.config.event_time_field
-        unit = cast(EpochUnit, event_time_unit or t.config.event_time_unit)
-        groups = t.view.file_groups()
-        rows: dict[str, list[object]] = {f.name: [] for f in LOG_BLOCKS_SCHEMA}
-        stats = _LazyIndex(t, "minEventTime" if field else None)
-        self._deletes = _LazyDeletes(t) if field else None
-        t.storage.prefetch(
-            lf.path
-            for g in groups
+        logs = [
+            (g.partition_path, lf)
+            for g in t.view.file_groups()
             if (partition is None or g.partition_path == partition) and (file_id is None or g.file_id == file_id)
             for s in (g.slices if all_slices else g.slices[:1])
             for lf in s.log_files
-        )
-        for g in groups:
-            if partition is not None and g.partition_path != partition:
-                continue
-            if file_id is not None and g.file_id != file_id:
-                continue
-            for s in g.slices if all_slices else g.slices[:1]:
-                for lf in s.log_files:
-                    with t.storage.open_input(lf.path) as f:
-                        # A small log is read whole, in one call: the scan, the record counts and any fallback
-                        # decode then work on those bytes (as scan_log_blocks does itself for small files).
-                        src: BinaryIO | bytes = f
-                        if lf.size <= READ_AHEAD:
-                            data = f.read(lf.size)
-                            if len(data) == lf.size:
-                                src = data
-                        for blk in scan_log_blocks(src, lf.size, lf.path):
-                            met = self._min_event_time(src, lf, blk, field, unit, stats)
-                            count = _record_count(src, blk) if blk.is_data else None
-                            self._append(rows, g.partition_path, lf, blk, met, count)
+        ]
+        return self.log_file_blocks(logs, event_time_field=event_time_field, event_time_unit=event_time_unit)
+
+    def log_file_blocks(
+        self,
+        log_files: Sequence[tuple[str, LogFile]],
+        *,
+        event_time_field: str | None = None,
+        event_time_unit: EpochUnit | None = None,
+    ) -> pa.Table:
+        """:meth:`log_blocks` of exactly these ``(partition path, log file)`` pairs, in the order given.
+
+        The logs are fetched together first (object stores: in parallel, one GET per log file), then parsed from
+        memory.
+        """
+        t = self._table
+        field = event_time_field or t.config.event_time_field
+        unit = cast(EpochUnit, event_time_unit or t.config.event_time_unit)
+        rows: dict[str, list[object]] = {f.name: [] for f in LOG_BLOCKS_SCHEMA}
+        # MIN_EVENT_TIME headers, minEventTime write stats and the recorded delete event times describe the field the
+        # writers track, the table's own; a reader asking about another field must read that field's values.
+        recorded = field is not None and field == t.config.event_time_field
+        stats = _LazyIndex(t, "minEventTime" if recorded else None)
+        self._deletes = _LazyDeletes(t) if recorded else None
+        t.storage.prefetch(lf.path for _, lf in log_files)
+        for partition_path, lf in log_files:
+            with t.storage.open_input(lf.path) as f:
+                # A small log is read whole, in one call: the scan, the record counts and any fallback
+                # decode then work on those bytes (as scan_log_blocks does itself for small files).
+                src: BinaryIO | bytes = f
+                if lf.size <= READ_AHEAD:
+                    data = f.read(lf.size)
+                    if len(data) == lf.size:
+                        src = data
+                for blk in scan_log_blocks(src, lf.size, lf.path):
+                    met = self._min_event_time(src, lf, blk, field, unit, stats, recorded)
+                    count = _record_count(src, blk) if blk.is_data else None
+                    self._append(rows, partition_path, lf, blk, met, count)
         return pa.table(rows, schema=LOG_BLOCKS_SCHEMA)
 
     def _append(
@@ -158,6 +171,7 @@ class Inspect:
         field: str | None,
         unit: EpochUnit,
         stats: _LazyIndex,
+        recorded: bool = True,
     ) -> MinEventTime:
         if blk.block_type == BlockType.DELETE:
             # A delete block has no event-time column: the writer records the deleted records' event times, when it
@@ -168,7 +182,7 @@ class Inspect:
             return MinEventTime(d.min_ms, "write_stats", None)
         if not blk.is_data or blk.block_type == BlockType.CDC_DATA:
             return MinEventTime(None, None, None)
-        header_value = blk.min_event_time_header
+        header_value = blk.min_event_time_header if recorded else None
         if header_value is not None:
             return MinEventTime(header_value, "header", None)
         if not field:
@@ -176,7 +190,7 @@ class Inspect:
         ws = stats.get((lf.name, blk.instant_time or ""))
         if ws is not None:
             return MinEventTime(ws, "write_stats", None)
-        key = (lf.name, lf.size, blk.offset)
+        key = (lf.name, lf.size, blk.offset, field, unit)  # one scan per block, field and unit
         cached = self._scan_cache.get(key)
         if cached is not None:
             return cached

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from evt_toolkit.errors import EvtError
 from evt_toolkit.format.extra_metadata import WRITE_DELETE_EVENT_TIMES, DeleteEventTimes, decode_delete_event_times
-from evt_toolkit.table.timeline import Timeline
+from evt_toolkit.table.timeline import DELTA_COMMIT, Timeline
 
 EventTimeStat = Literal["minEventTime", "maxEventTime"]
 
@@ -60,3 +61,49 @@ def delete_event_time_index(timeline: Timeline) -> dict[tuple[str, str], DeleteE
         for path, d in decoded.items():
             out[(path.rsplit("/", 1)[-1], inst.time)] = d
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class LogWrite:
+    """What one completed deltacommit appended to one log file, as its ``HoodieDeltaWriteStat`` records it.
+
+    Attributes:
+        instant: the deltacommit (the ``INSTANT_TIME`` header of every block it wrote).
+        offset: ``logOffset``, where its first block starts.
+        size: ``fileSizeInBytes``: the bytes it appended (``HoodieAppendHandle`` sums them over its appends).
+        records: ``numWrites``: records in its data blocks.
+        deletes: ``numDeletes``: keys in its delete block.
+        min_event_time: ``minEventTime`` (epoch ms) of the records it wrote, ``None`` when not recorded.
+    """
+
+    instant: str
+    offset: int
+    size: int
+    records: int
+    deletes: int
+    min_event_time: int | None
+
+
+def log_write_index(timeline: Timeline) -> dict[str, tuple[LogWrite, ...]]:
+    """``log file path (relative to the base path) -> LogWrite`` of every completed deltacommit, by offset.
+
+    Only deltacommits append log blocks under their own instant; a log compaction also completes as a deltacommit
+    and writes blocks under its instant. Compaction commits are left out: a carry-over log they record holds blocks
+    of older instants. Stats without ``logOffset`` are left out (the log cannot be proven covered by them). One GET
+    per commit file, in parallel (the commit metadata is cached by the timeline).
+    """
+    commits = [i for i in timeline.completed_commits() if i.action == DELTA_COMMIT]
+    timeline.prefetch(commits)
+    out: dict[str, list[LogWrite]] = {}
+    for inst in commits:
+        try:
+            meta = timeline.commit_metadata(inst)
+        except EvtError:
+            continue
+        for st in meta.write_stats:
+            if st.log_offset is None or not st.file_name.startswith("."):
+                continue
+            out.setdefault(st.path, []).append(
+                LogWrite(inst.time, st.log_offset, st.file_size, st.num_writes, st.num_deletes, st.min_event_time)
+            )
+    return {path: tuple(sorted(ws, key=lambda w: (w.offset, w.instant))) for path, ws in out.items()}
