@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -33,10 +34,14 @@ if TYPE_CHECKING:
     from evt_toolkit.api import HudiTable
 
 __all__ = [
+    "COPY_COMPACTION_MIME",
     "FRESHNESS_MIME",
+    "CopyCompaction",
     "EventTimeChoice",
     "FreshnessStatement",
     "choose_event_time_field",
+    "compact_a_copy",
+    "display_copy_compaction",
     "display_freshness",
     "freshness_statement",
     "quiet_spark_session",
@@ -44,6 +49,10 @@ __all__ = [
 
 #: MIME type of the freshness data :func:`display_freshness` attaches to its text (read by the notebook tests).
 FRESHNESS_MIME = "application/vnd.evt.freshness+json"
+#: MIME type of the data :func:`display_copy_compaction` attaches to its text.
+COPY_COMPACTION_MIME = "application/vnd.evt.copy-compaction+json"
+#: Tables larger than this are not copied by notebook 05 (a copy on local disk, compacted and read back in full).
+COPY_LIMIT_BYTES = 1 << 30
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,3 +275,99 @@ def quiet_spark_session(**kwargs: Any) -> Any:
     if error is not None:
         raise RuntimeError("Spark did not start; its output:\n" + "".join(log)[-4000:]) from error
     return spark
+
+
+@dataclass(frozen=True, slots=True)
+class CopyCompaction:
+    """An event-time compaction at T run on a private copy of a table (the table itself is never written).
+
+    Attributes:
+        done: the copy was compacted.
+        reason: why not, when it was not.
+        instant: the compaction instant on the copy.
+        operations: file slices compacted.
+        links: leftover logs linked into the new slices.
+        snapshot_rows: rows of the snapshot before the run.
+        snapshot_unchanged: the snapshot after the run holds exactly the same records (keys, commit times, values).
+        ro_rows_before, ro_rows_after: rows of the read-optimized view before and after.
+        freshness_ms: the RO freshness the copy publishes afterwards.
+        text: all of it in words.
+    """
+
+    done: bool
+    reason: str | None
+    instant: str | None = None
+    operations: int = 0
+    links: int = 0
+    snapshot_rows: int | None = None
+    snapshot_unchanged: bool | None = None
+    ro_rows_before: int | None = None
+    ro_rows_after: int | None = None
+    freshness_ms: int | None = None
+    text: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        """The record as a JSON-able dict."""
+        return asdict(self)
+
+
+def _records(t: pa.Table) -> list[tuple[Any, ...]]:
+    cols = [c for c in t.column_names if c not in ("_hoodie_file_name", "_hoodie_commit_seqno")]
+    return sorted(tuple(str(v) for v in row) for row in zip(*(t[c].to_pylist() for c in cols), strict=True))
+
+
+def compact_a_copy(table: HudiTable, event_time_field: str | None, threshold_ms: int | None) -> CopyCompaction:
+    """Copy ``table`` to a temporary folder, run an event-time compaction at ``threshold_ms`` there, and report what
+    it did: the snapshot unchanged, the read-optimized view grown, the freshness published. The copy is deleted
+    afterwards; ``table`` itself is only read. A table the toolkit cannot compact says why (no exception)."""
+
+    def no(reason: str) -> CopyCompaction:
+        return CopyCompaction(False, reason, text=f"compaction of a copy: not run — {reason}")
+
+    if table.config.table_type != "MERGE_ON_READ":
+        return no("a Copy-On-Write table has no log files to compact")
+    if table.storage.is_object_store:
+        return no("the copy is made on local disk; copy an object-store table with your own tools to try one")
+    if threshold_ms is None:
+        return no("there is no threshold T to compact at (no log carries an event time)")
+    slices = table.file_slices()
+    size = (pc.sum(slices["total_log_size"]).as_py() or 0) + (pc.sum(slices["base_file_size"]).as_py() or 0)
+    if size > COPY_LIMIT_BYTES:
+        return no(
+            f"the table's latest slices hold {size:,} bytes; notebook 05 copies tables up to {COPY_LIMIT_BYTES:,}"
+        )
+    with tempfile.TemporaryDirectory(prefix="evt-copy-") as tmp:
+        dst = os.path.join(tmp, "table")
+        shutil.copytree(table.path, dst, symlinks=True)
+        copy = type(table).open(dst)
+        try:
+            before = copy.read()
+            ro_before = copy.read("read_optimized").num_rows
+            strategy = EventTimeBasedCompactionStrategy(threshold=threshold_ms, event_time_field=event_time_field)
+            c = copy.compaction.schedule(strategy)
+            if c is None:
+                return no(f"a plan at T = {format_ms(threshold_ms)} compacts nothing")
+            copy.compaction.run(c)
+            after = copy.read()
+            ro_after = copy.read("read_optimized").num_rows
+            fresh = copy.ro_freshness().threshold_ms
+        except EvtError as exc:
+            return no(str(exc).replace(dst, "<copy>"))
+        unchanged = _records(before) == _records(after)
+    text = (
+        f"compaction of a copy at T = {format_ms(threshold_ms)}: {format_count(c.operations)} file slice(s) compacted, "
+        f"{format_count(len(c.links))} leftover log(s) linked; snapshot {format_count(before.num_rows)} rows, "
+        f"{'unchanged' if unchanged else 'CHANGED'}; read-optimized view {format_count(ro_before)} → "
+        f"{format_count(ro_after)} rows; RO freshness: "
+        + (f"every event ≤ {format_ms(fresh)}" if fresh is not None else "none published")
+    )
+    return CopyCompaction(
+        True, None, c.instant, c.operations, len(c.links), before.num_rows, unchanged, ro_before, ro_after, fresh, text
+    )
+
+
+def display_copy_compaction(result: CopyCompaction) -> None:
+    """Show the result as text, with its figures attached as data (what notebook tests read back)."""
+    from IPython.display import display
+
+    display({"text/plain": result.text, COPY_COMPACTION_MIME: result.as_dict()}, raw=True)

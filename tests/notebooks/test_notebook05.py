@@ -26,7 +26,7 @@ import pytest
 
 import evt_toolkit as evt
 from evt_toolkit.compaction.strategy import EventTimeBasedCompactionStrategy, iso_ms
-from evt_toolkit.widgets.notebook import FRESHNESS_MIME
+from evt_toolkit.widgets.notebook import COPY_COMPACTION_MIME, FRESHNESS_MIME
 from tests.conftest import REPO_ROOT, TABLES_DIR, fixture_names, fixture_table_path, shared_available
 
 pytest.importorskip("nbclient", reason="nbclient is not installed (extra 'notebook')")
@@ -161,6 +161,20 @@ def test_notebook05_runs_and_its_freshness_agrees(
                 assert f"every event ≤ {iso_ms(st['promise_ms'])}" in after
     if st["promise_ms"] is None:
         assert "every event ≤" not in after, after  # no promise the preview does not make
+
+    # The last section compacts a private copy: where it ran, the snapshot kept every record and RO did not shrink;
+    # where it did not, it says why; the table itself was not written (its freshness is still the one read above).
+    copies = [o["data"][COPY_COMPACTION_MIME] for o in outputs if COPY_COMPACTION_MIME in o.get("data", {})]
+    assert len(copies) == 1, "the notebook compacts one copy"
+    cp = copies[0] if not isinstance(copies[0], str) else json.loads(copies[0])
+    if cp["done"]:
+        assert cp["snapshot_unchanged"] is True and cp["ro_rows_after"] >= cp["ro_rows_before"], cp
+        assert st["kind"] == "plan" and st["logs_compacted"] > 0, (st, cp)
+    else:
+        assert cp["reason"], cp
+    assert t.refresh().ro_freshness().threshold_ms == fresh.threshold_ms
+    if name.startswith("mor_v9_mor_compacted") or name == "mor_table_evo_add_col":
+        assert cp["done"], cp  # stock version-9 tables compact a copy
 
     # A string ordering field is explained, not a traceback.
     if name == "mor_v9_mor_8i4u_commit_time":
