@@ -238,14 +238,21 @@ def _state_schema(ctx: SliceReadContext, ord_type: pa.DataType) -> pa.Schema:
     )
 
 
-def _reduce(state: pa.Table, mode: str, *, final: bool = False) -> pa.Table:
+def _reduce_checked(state: pa.Table, mode: str, *, final: bool = False) -> tuple[pa.Table, bool]:
+    """``(state reduced to the latest record per key, whether it now holds one row per key)``."""
     if state.num_rows == 0:
-        return state
+        return state, True
     keep = latest_per_key(state[KEY], state[_SEQ], state[_CT], state[_ORD], mode)
-    if len(keep) == state.num_rows or (not final and len(keep) > 0.85 * state.num_rows):
+    if len(keep) == state.num_rows:
+        return state, True
+    if not final and len(keep) > 0.85 * state.num_rows:
         # Hardly any duplicates: copying the batch to drop them costs more memory than keeping them until later.
-        return state
-    return state.take(pa.array(keep))
+        return state, False
+    return state.take(pa.array(keep)), True
+
+
+def _reduce(state: pa.Table, mode: str, *, final: bool = False) -> pa.Table:
+    return _reduce_checked(state, mode, final=final)[0]
 
 
 def _partition_ids(keys: pa.ChunkedArray | pa.Array, partitions: int) -> np.ndarray:
@@ -345,6 +352,7 @@ class BoundedSliceMerge:
     _log_bytes: int = 0
     _next_delete: int = 0
     _alloc: _Allocators | None = None
+    _state_exact: bool = False
 
     def __enter__(self) -> BoundedSliceMerge:
         return self
@@ -544,11 +552,14 @@ class BoundedSliceMerge:
         parts += del_parts
         self.totals.batches += 1
         if parts:
-            self._add(_reduce(pa.concat_tables(parts), ctx.merge_mode), read_bytes)
+            reduced, exact = _reduce_checked(pa.concat_tables(parts), ctx.merge_mode)
+            self._add(reduced, read_bytes, exact)
         self._trim()
         return seq
 
-    def _add(self, reduced: pa.Table, read_bytes: int) -> None:
+    def _add(self, reduced: pa.Table, read_bytes: int, exact: bool = False) -> None:
+        # The state is known to hold one row per key only while it is one batch that was reduced exactly.
+        self._state_exact = exact and not self._state
         self._state.append(reduced)
         self._state_bytes += reduced.nbytes
         limit = self.budget.state_bytes
@@ -565,7 +576,7 @@ class BoundedSliceMerge:
 
     def _reduce_state(self) -> None:
         if len(self._state) > 1 or (self._state and self._reduced_bytes != self._state_bytes):
-            merged = _reduce(pa.concat_tables(self._state), self.ctx.merge_mode)
+            merged, self._state_exact = _reduce_checked(pa.concat_tables(self._state), self.ctx.merge_mode)
             self._state = [merged]
             self._state_bytes = self._reduced_bytes = merged.nbytes
 
@@ -582,7 +593,7 @@ class BoundedSliceMerge:
         assert self._spill is not None
         for t in self._state:
             self._spill.write("log", t)
-        self._state, self._state_bytes = [], 0
+        self._state, self._state_bytes, self._state_exact = [], 0, False
 
     def _spill_base(self) -> None:
         assert self._spill is not None
@@ -604,7 +615,12 @@ class BoundedSliceMerge:
         ctx = self.ctx
         if self._spill is None:
             pending, self._state, self._state_bytes = self._state, [], 0
-            state = _reduce(pa.concat_tables(pending), ctx.merge_mode, final=True) if pending else self._empty_state()
+            if not pending:
+                state = self._empty_state()
+            elif self._state_exact and len(pending) == 1:
+                state = pending[0]  # one batch, already one row per key
+            else:
+                state = _reduce(pa.concat_tables(pending), ctx.merge_mode, final=True)
             del pending
             base = (
                 _read_base(ctx, self.base_file) if self.base_file is not None else _nullable(ctx.schema).empty_table()

@@ -49,6 +49,7 @@ from evt_toolkit.compaction.merge_task import (
     MergeTask,
     landed_logs_matter,
     run_merge_task,
+    task_outputs,
 )
 from evt_toolkit.compaction.plan import EXTRA_LINK_TIMING, EXTRA_THRESHOLD_MS
 from evt_toolkit.compaction.schedule import EXTRA_EXACT_SPLIT, EXTRA_REMAINING_PREFIX, plan_file
@@ -62,6 +63,7 @@ from evt_toolkit.format.records import CommitMetadata, CompactionPlan, WriteStat
 from evt_toolkit.format.table_version import table_version_format
 from evt_toolkit.read.merge import EVENT_TIME
 from evt_toolkit.read.plan import ReadSpec
+from evt_toolkit.storage.fs import FileEntry
 from evt_toolkit.storage.links import check_link, create_link
 from evt_toolkit.storage.ownership import drop_ownership, owned_files, record_ownership
 from evt_toolkit.table.guards import TABLE_SERVICE_VERSIONS, has_metadata_table, require_writable
@@ -158,14 +160,21 @@ def _rel(partition: str, name: str) -> str:
 
 
 def old_slice_logs(
-    table: Table, partition: str, file_id: str, base_instant: str, compaction_instant: str | None = None
+    table: Table,
+    partition: str,
+    file_id: str,
+    base_instant: str,
+    compaction_instant: str | None = None,
+    *,
+    listings: dict[str, list[FileEntry]] | None = None,
 ) -> list[str]:
     """Names of the logs of slice ``base_instant`` of a file group on storage, in replay order.
 
     Table version 6 names a log after its slice's base instant. On 1.x (timeline layout 2) a log is named after its
     deltacommit and joins the slice with the greatest base instant ≤ its completion time, so the old slice of a
     pending compaction ``C`` is read from the file-system view, keeping the logs that completed before ``C`` was
-    requested (a write completing later joins slice ``C`` once ``C`` completes).
+    requested (a write completing later joins slice ``C`` once ``C`` completes). ``listings`` keeps each
+    partition's listing for the caller's next operations (one LIST per partition, not per operation).
     """
     if table.config.timeline_layout >= 2:
         if compaction_instant is None:
@@ -182,7 +191,11 @@ def old_slice_logs(
                         if (timeline.completion_time(lf.instant) or lf.instant) < compaction_instant
                     ]
         return []
-    files, _ = table.storage.list_dir(partition)
+    files = listings.get(partition) if listings is not None else None
+    if files is None:
+        files, _ = table.storage.list_dir(partition)
+        if listings is not None:
+            listings[partition] = files
     found = []
     for e in files:
         parsed = LogFileName.parse(e.name)
@@ -237,10 +250,12 @@ def validate_plan_files(table: Table, plan: CompactionPlan, instant: str | None 
     """
     storage = table.storage
     problems: list[str] = []
+    listings: dict[str, list[FileEntry]] = {}
     for op in plan.operations:
         partition = op.partition_path
         fid = op.file_id
         data_file = op.data_file
+        actual = old_slice_logs(table, partition, fid, op.base_instant, instant, listings=listings)
         if data_file and not storage.exists(_rel(partition, data_file)):
             problems.append(f"base file {storage.full_path(_rel(partition, data_file))} is missing")
         deltas = list(op.delta_files)
@@ -248,7 +263,6 @@ def validate_plan_files(table: Table, plan: CompactionPlan, instant: str | None 
             if not storage.exists(_rel(partition, d)):
                 problems.append(f"log file {storage.full_path(_rel(partition, d))} is missing")
         targets = [x.target for x in op.links]
-        actual = old_slice_logs(table, partition, fid, op.base_instant, instant)
         planned = deltas + targets
         if planned != actual[: len(planned)] or (targets and planned != actual):
             problems.append(
@@ -439,10 +453,13 @@ def run_compaction(
             threshold=threshold,
             memory_budget=configured_memory_budget(cfg.properties, storage.full_path(".hoodie/hoodie.properties")),
             spill_dir=cfg.properties.get(SPILL_PATH_KEY) or None,
+            outputs_recorded=True,
             fault_hook=fault_hook,
         )
         for i, op in enumerate(ops)
     ]
+    # One record for every task's outputs (their names depend only on the plan), before any task starts.
+    record_ownership(storage, instant, RUN, "tasks", [f for task in tasks for f in task_outputs(task)])
     results = sorted(_run_tasks(tasks, spark, progress), key=lambda r: r.index)
     reruns = 0
     if spec.merge_mode == EVENT_TIME and spec.ordering_field:

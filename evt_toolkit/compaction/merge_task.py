@@ -49,14 +49,14 @@ from evt_toolkit.compaction.carry_over import CarryOverDecision, decide, first_b
 from evt_toolkit.errors import EvtError, LogFormatError, PlanValidationError, UnsupportedFeatureError
 from evt_toolkit.format.eventtime import to_epoch_ms
 from evt_toolkit.format.log_writer import avro_schema_json, encode_avro_data_block, encode_delete_block
-from evt_toolkit.format.logfile import BlockType, scan_log_blocks
+from evt_toolkit.format.logfile import BlockType, LogBlock
 from evt_toolkit.format.names import BaseFileName, LogFileName
 from evt_toolkit.format.ownership import BASE, CARRY_OVER, RUN, OwnedFile
 from evt_toolkit.format.records import CompactionOperation
 from evt_toolkit.read.merge import EVENT_TIME, KEY, build_candidates
 from evt_toolkit.read.plan import ReadSpec
-from evt_toolkit.read.slice_reader import SliceMerge, SliceReadContext, decode_blocks, select_log_blocks
-from evt_toolkit.storage.fs import TableStorage
+from evt_toolkit.read.slice_reader import SliceMerge, SliceReadContext, decode_blocks, scan_logs, select_log_blocks
+from evt_toolkit.storage.fs import FileEntry, TableStorage
 from evt_toolkit.storage.ownership import record_ownership
 from evt_toolkit.table.fs_view import BaseFile, LogFile
 
@@ -70,6 +70,7 @@ __all__ = [
     "landed_logs_matter",
     "later_logs",
     "run_merge_task",
+    "task_outputs",
 ]
 
 FILE_NAME = "_hoodie_file_name"
@@ -98,6 +99,8 @@ class MergeTask:
         memory_budget: ``hoodie.memory.compaction.max.size`` in bytes; ``None``: a fraction of the worker's memory
             (:class:`~evt_toolkit.compaction.bounded_merge.MemoryBudget`).
         spill_dir: ``hoodie.memory.spillable.map.path``: where the task spills past its budget (``None``: temp dir).
+        outputs_recorded: the driver recorded the task's outputs (:func:`task_outputs`) in one ownership record
+            for every task of the run before starting them; otherwise the task records its own first.
         fault_hook: test hook for fault injection (``None`` in production).
     """
 
@@ -112,6 +115,7 @@ class MergeTask:
     threshold: int | None = None
     memory_budget: int | None = None
     spill_dir: str | None = None
+    outputs_recorded: bool = False
     fault_hook: FaultHook | None = field(default=None, compare=False)
 
     @property
@@ -175,6 +179,14 @@ def carry_over_name(file_id: str, instant: str, index: int) -> str:
     return LogFileName(file_id, instant, "log", CARRY_OVER_VERSION, base_file_token(index)).name
 
 
+def task_outputs(task: MergeTask) -> list[OwnedFile]:
+    """The files a task may create (its names depend only on the plan): the new base file and the carry-over log."""
+    partition = task.partition_path
+    base = BaseFileName(task.file_id, base_file_token(task.index), task.instant, ".parquet").name
+    carry = carry_over_name(task.file_id, task.instant, task.index)
+    return [OwnedFile(_rel(partition, base), BASE), OwnedFile(_rel(partition, carry), CARRY_OVER)]
+
+
 def _rel(partition: str, name: str) -> str:
     return posixpath.join(partition, name) if partition else name
 
@@ -203,14 +215,21 @@ def _base_file(storage: TableStorage, partition: str, name: str) -> BaseFile:
 
 
 def later_logs(
-    storage: TableStorage, partition: str, file_id: str, instant: str, *, named_by_deltacommit: bool = False
+    storage: TableStorage,
+    partition: str,
+    file_id: str,
+    instant: str,
+    *,
+    named_by_deltacommit: bool = False,
+    listing: list[FileEntry] | None = None,
 ) -> list[LogFile]:
     """The logs of slice ``instant`` of a file group other than carry-over logs, in replay order (links and writes).
 
     On 1.x (``named_by_deltacommit``) a write landing in the new slice is named after its own deltacommit, requested
-    after ``C`` (docs/hudi-1x.md §4.4), so the slice's later logs are those named ``C`` or later.
+    after ``C`` (docs/hudi-1x.md §4.4), so the slice's later logs are those named ``C`` or later. ``listing`` is the
+    partition's listing when the caller just took one (otherwise the partition is listed here).
     """
-    files, _ = storage.list_dir(partition)
+    files = listing if listing is not None else storage.list_dir(partition)[0]
     out = []
     for e in files:
         parsed = LogFileName.parse(e.name)
@@ -242,19 +261,20 @@ def _named_by_deltacommit(task: MergeTask) -> bool:
     return task.spec.timeline.layout_version >= 2
 
 
-def _check_blocks(storage: TableStorage, logs: tuple[LogFile, ...]) -> tuple[int, int]:
+def _check_blocks(
+    storage: TableStorage, logs: tuple[LogFile, ...], scanned: dict[str, list[LogBlock]]
+) -> tuple[int, int]:
     """Refuse logs with corrupt blocks; return (blocks, rollback command blocks)."""
     blocks = rollbacks = 0
     for lf in logs:
-        with storage.open_input(lf.path) as f:
-            for blk in scan_log_blocks(f, lf.size, storage.full_path(lf.path)):
-                if blk.is_corrupt:
-                    raise LogFormatError(
-                        f"log file {storage.full_path(lf.path)} has a corrupt block at offset {blk.offset}; "
-                        "compacting it would lose that block's records (repair or roll back the write first)"
-                    )
-                blocks += 1
-                rollbacks += blk.block_type == BlockType.COMMAND
+        for blk in scanned[lf.path]:
+            if blk.is_corrupt:
+                raise LogFormatError(
+                    f"log file {storage.full_path(lf.path)} has a corrupt block at offset {blk.offset}; "
+                    "compacting it would lose that block's records (repair or roll back the write first)"
+                )
+            blocks += 1
+            rollbacks += blk.block_type == BlockType.COMMAND
     return blocks, rollbacks
 
 
@@ -515,19 +535,23 @@ def run_merge_task(task: MergeTask) -> MergeResult:
     name = BaseFileName(task.file_id, token, task.instant, ".parquet").name
     rel = _rel(partition, name)
     carry_name = carry_over_name(task.file_id, task.instant, task.index)
-    record_ownership(
-        storage,
-        task.instant,
-        RUN,
-        f"task-{task.index}",
-        [OwnedFile(rel, BASE), OwnedFile(_rel(partition, carry_name), CARRY_OVER)],
-    )
-    storage.list_dir(partition)  # one listing gives every size below (object stores: no HEAD per file)
+    if not task.outputs_recorded:
+        record_ownership(storage, task.instant, RUN, f"task-{task.index}", task_outputs(task))
+    listing, _ = storage.list_dir(partition)  # one listing gives every size below (object stores: no HEAD per file)
     logs = tuple(_log_file(storage, partition, n) for n in op.delta_files)
     data_file = op.data_file
     base_file = _base_file(storage, partition, str(data_file)) if data_file else None
+    later = later_logs(
+        storage,
+        partition,
+        task.file_id,
+        task.instant,
+        named_by_deltacommit=_named_by_deltacommit(task),
+        listing=listing,
+    )
     storage.prefetch([lf.path for lf in logs] + ([base_file.path] if base_file is not None else []))
-    blocks, rollbacks = _check_blocks(storage, logs)
+    scanned = scan_logs(storage, logs + tuple(later))  # each log's headers are read once per task
+    blocks, rollbacks = _check_blocks(storage, logs, scanned)
     ctx = task.spec.context(None, storage=storage)
     if ctx.derives_keys:
         raise UnsupportedFeatureError(
@@ -536,11 +560,10 @@ def run_merge_task(task: MergeTask) -> MergeResult:
     if ctx.reader_avro_schema is None:
         raise PlanValidationError(f"{storage.uri} has no schema (no commit carries one); nothing to compact")
     avro = dict(ctx.reader_avro_schema)
-    later = later_logs(storage, partition, task.file_id, task.instant, named_by_deltacommit=_named_by_deltacommit(task))
     # Rollback command blocks in later logs (links of leftovers, writes landed in the new slice) remove earlier blocks
     # of their target instant, including blocks in the compacted logs: the compaction must not merge those.
     prefix = {lf.path for lf in logs}
-    queued = [q for q in select_log_blocks(ctx, logs + tuple(later)) if q.log_file.path in prefix]
+    queued = [q for q in select_log_blocks(ctx, logs + tuple(later), scanned) if q.log_file.path in prefix]
     if any(q.block.is_partial for q in queued):
         raise UnsupportedFeatureError(
             f"file group {task.file_id}: partial-update log blocks are not compacted by this toolkit"

@@ -20,7 +20,7 @@ Which blocks count mirrors Hudi's log record reader (``BaseHoodieLogRecordReader
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -105,12 +105,30 @@ class QueuedBlock:
     block: LogBlock
 
 
-def select_log_blocks(ctx: SliceReadContext, log_files: tuple[LogFile, ...]) -> list[QueuedBlock]:
-    """Scan block headers of ``log_files`` (in slice order) and return the blocks that count, in replay order."""
+def scan_logs(storage: TableStorage, log_files: Iterable[LogFile]) -> dict[str, list[LogBlock]]:
+    """``path -> blocks`` of each log (headers only, :func:`~evt_toolkit.format.logfile.scan_log_blocks`)."""
+    out: dict[str, list[LogBlock]] = {}
+    for lf in log_files:
+        with storage.open_input(lf.path) as f:
+            out[lf.path] = list(scan_log_blocks(f, lf.size, lf.path))
+    return out
+
+
+def select_log_blocks(
+    ctx: SliceReadContext, log_files: tuple[LogFile, ...], scanned: Mapping[str, list[LogBlock]] | None = None
+) -> list[QueuedBlock]:
+    """Scan block headers of ``log_files`` (in slice order) and return the blocks that count, in replay order.
+
+    ``scanned`` holds logs the caller scanned already (:func:`scan_logs`); the others are scanned here.
+    """
     queue: list[QueuedBlock] = []
     for lf in log_files:
-        with ctx.storage.open_input(lf.path) as f:
-            blocks = list(scan_log_blocks(f, lf.size, lf.path))
+        known = scanned.get(lf.path) if scanned is not None else None
+        if known is not None:
+            blocks = known
+        else:
+            with ctx.storage.open_input(lf.path) as f:
+                blocks = list(scan_log_blocks(f, lf.size, lf.path))
         for blk in blocks:
             if blk.is_corrupt:
                 continue
