@@ -64,6 +64,7 @@ from evt_toolkit.table.fs_view import BaseFile
 __all__ = [
     "DEFAULT_MEMORY_FRACTION",
     "MEMORY_MAX_SIZE_KEY",
+    "SMALL_SLICE_BUDGET",
     "SPILL_PATH_KEY",
     "BoundedSliceMerge",
     "MemoryBudget",
@@ -79,6 +80,8 @@ SPILL_PATH_KEY = "hoodie.memory.spillable.map.path"
 #: executor's memory left to user code, ``hoodie.memory.compaction.fraction``; lower here because a Python worker
 #: per core shares the executor's memory with the others and with the JVM).
 DEFAULT_MEMORY_FRACTION = 0.25
+#: A task's budget is capped at its slice's bytes, but never below this: slices this small compact in memory.
+SMALL_SLICE_BUDGET = 64 << 20
 #: Upper bound of hash partitions (open files while spilling).
 MAX_PARTITIONS = 256
 
@@ -145,6 +148,17 @@ class MemoryBudget:
         """The configured budget, else :data:`DEFAULT_MEMORY_FRACTION` of :func:`worker_memory_bytes`."""
         total = configured if configured is not None else int(worker_memory_bytes() * DEFAULT_MEMORY_FRACTION)
         return cls(max(1, total), spill_dir)
+
+    def for_slice(self, slice_bytes: int) -> MemoryBudget:
+        """The budget one task uses for a slice of ``slice_bytes`` (its logs' and base file's bytes on storage).
+
+        Never more than the slice's bytes (at least :data:`SMALL_SLICE_BUDGET`): a task that could hold its whole
+        slice decoded needs up to about 2.3x the slice's bytes at once (measured, docs/compaction-memory.md), more
+        than spilling the key state by hash partition needs, and spilling measured no slower. A budget
+        configured below that is kept.
+        """
+        cap = max(int(slice_bytes), SMALL_SLICE_BUDGET)
+        return self if self.total <= cap else MemoryBudget(cap, self.spill_dir)
 
     @property
     def batch_bytes(self) -> int:
@@ -386,6 +400,8 @@ class BoundedSliceMerge:
             raise UnsupportedFeatureError("partial-update log blocks are merged block by block, not by a compaction")
         self._base_bytes = self._base_estimate()
         self._log_bytes = sum(q.block.content_length for q in self.queued) or 1
+        base_file_bytes = self.base_file.size if self.base_file is not None else 0
+        self.budget = self.budget.for_slice(self._log_bytes + base_file_bytes)
         if self._log_bytes + self._base_bytes > min(_TAME_ABOVE, self.budget.state_bytes):
             # Only where memory is at stake: the system allocator and fresh mappings cost CPU on every batch.
             self._alloc = _Allocators().__enter__()
