@@ -427,7 +427,7 @@ def late_data(table: Table, instant: str, threshold_ms: int, *, event_time_field
         base = ro_bases.get((s.partition_path, s.file_id))
         if base is None:
             continue
-        rows = read_base_file(ctx, base).select([KEY, field_name])
+        rows = read_base_file(ctx, base, [KEY, field_name])
         ms = to_epoch_ms(rows[field_name], unit, field=field_name)
         hit = pc.and_(
             pc.is_in(rows[KEY].cast(pa.string()), value_set=pa.concat_arrays(touched)),

@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -240,7 +241,9 @@ def plan_query(
     return QueryPlan(spec, query_type, reads)
 
 
-def read_planned(spec: ReadSpec, read: SliceRead, storage: TableStorage | None = None) -> pa.Table:
-    """Read one planned slice (on the driver or on a Spark executor)."""
+def read_planned(
+    spec: ReadSpec, read: SliceRead, storage: TableStorage | None = None, columns: Sequence[str] | None = None
+) -> pa.Table:
+    """Read one planned slice (on the driver or on a Spark executor); ``columns``: only those, in that order."""
     ctx = spec.context(read.query_instant, read.window, storage)
-    return read_file_slice(ctx, read.file_slice, base_only=read.base_only, window=read.window)
+    return read_file_slice(ctx, read.file_slice, base_only=read.base_only, window=read.window, columns=columns)

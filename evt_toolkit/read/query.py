@@ -43,6 +43,9 @@ def read_table(
     plan = plan_query(table, query_type, as_of=as_of, begin=begin, end=end)
     storage = table.storage
     storage.prefetch(plan.paths())  # object stores: every file in parallel, so the reads below cost no request
-    parts = [read_planned(plan.spec, r, storage) for r in plan.reads]
+    if columns is not None:
+        _project(plan.spec.schema.empty_table(), columns)  # unknown columns are refused before any read
+        columns = list(columns)
+    parts = [read_planned(plan.spec, r, storage, columns) for r in plan.reads]
     rows = pa.concat_tables(parts) if parts else plan.spec.schema.empty_table()
     return _project(rows, columns)

@@ -20,7 +20,7 @@ Which blocks count mirrors Hudi's log record reader (``BaseHoodieLogRecordReader
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -233,18 +233,28 @@ def _concat_deletes(parts: list[pa.Table]) -> pa.Table:
     return pa.concat_tables(parts)
 
 
-def read_base_file(ctx: SliceReadContext, base: BaseFile) -> pa.Table:
-    """Read a base file and bring it to the table schema."""
+def read_base_file(ctx: SliceReadContext, base: BaseFile, columns: Sequence[str] | None = None) -> pa.Table:
+    """Read a base file and bring it to the table schema (to ``columns`` of it, in that order, when given).
+
+    Only the columns asked for are read from the file (Parquet's column pruning); a column of the table schema the
+    file lacks is all nulls, as in a full read.
+    """
     if not base.name.endswith(".parquet"):
         raise UnsupportedFeatureError(
             f"base file format of {base.path} is not supported (only Parquet base files are read)"
         )
+    schema = ctx.schema if columns is None else pa.schema([ctx.schema.field(c) for c in columns])
     with ctx.storage.open_input(base.path) as f:
         try:
-            table = pq.read_table(f)
+            if columns is None:
+                table = pq.read_table(f)
+            else:
+                pf = pq.ParquetFile(f)
+                present = set(pf.schema_arrow.names)
+                table = pf.read(columns=[c for c in columns if c in present])
         except (pa.ArrowInvalid, OSError) as exc:
             raise ReadError(f"cannot read base file {base.path}: {exc}") from exc
-    return conform(table, ctx.schema, base.path)
+    return conform(table, schema, base.path)
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,7 +334,12 @@ class CommitWindow:
 
 
 def read_file_slice(
-    ctx: SliceReadContext, file_slice: FileSlice, *, base_only: bool = False, window: CommitWindow | None = None
+    ctx: SliceReadContext,
+    file_slice: FileSlice,
+    *,
+    base_only: bool = False,
+    window: CommitWindow | None = None,
+    columns: Sequence[str] | None = None,
 ) -> pa.Table:
     """Read one file slice into the table schema: its base file merged with its log blocks (or the base alone).
 
@@ -333,7 +348,18 @@ def read_file_slice(
         file_slice: the slice; its log files in replay order.
         base_only: read-optimized: the base file only.
         window: an incremental window: rows are kept when their commit is in it.
+        columns: only these columns of the table schema, in this order (``None``: all). A read-optimized read
+            reads only these from the base file; a merge needs whole records and projects after merging.
     """
+    if columns is not None:
+        unknown = [c for c in columns if c not in ctx.schema.names]
+        if unknown:
+            raise ReadError(f"unknown column(s) {unknown}; the table has {ctx.schema.names}")
+        if base_only and window is None:
+            if file_slice.base_file is None:
+                return pa.schema([ctx.schema.field(c).with_nullable(True) for c in columns]).empty_table()
+            return read_base_file(ctx, file_slice.base_file, columns)
+        return read_file_slice(ctx, file_slice, base_only=base_only, window=window).select(list(columns))
     if ctx.derives_keys and not base_only:
         keyed = replace(ctx, schema=ctx.schema.append(pa.field(KEY, pa.string(), metadata=_DERIVED)))
         rows = _read(keyed, file_slice, base_only).drop_columns([KEY])
