@@ -273,3 +273,31 @@ def test_latest_per_key_equals_the_sort_based_merge(
     both = pa.concat_tables(firsts)
     again = latest_per_key(both["key"], both["seq"], both["ct_delete"], both["ord"], mode)
     assert sorted(both["idx"].take(pa.array(again)).to_pylist()) == want
+
+
+def test_default_budget_is_capped_at_the_slice(
+    tmp_path: Path, spills: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no budget set, a task never budgets more than its slice's bytes (at least SMALL_SLICE_BUDGET)."""
+    big = bounded_merge.MemoryBudget(6 << 30)
+    assert big.for_slice(100 << 20).total == 100 << 20
+    assert big.for_slice(1 << 10).total == bounded_merge.SMALL_SLICE_BUDGET
+    small = bounded_merge.MemoryBudget(1 << 20, "/spill")
+    assert small.for_slice(100 << 20) is small, "a budget below the slice is kept"
+
+    src = tmp_path / "src"
+    t = create(src, "event_time")
+    _rich_history(t)
+    before = snapshot(evt.HudiTable.open(src))
+    c = schedule_compaction(t, UnBoundedCompactionStrategy())
+    assert c is not None
+    shutil.copytree(src, tmp_path / "capped", symlinks=True)
+    run_compaction(t, c.instant)
+    assert not spills, "slices under SMALL_SLICE_BUDGET compact in memory with the default budget"
+    # The same slices, were the floor lower: the default budget follows the slice's bytes and the task spills.
+    monkeypatch.setattr(bounded_merge, "SMALL_SLICE_BUDGET", 1)
+    capped = evt.HudiTable.open(tmp_path / "capped")
+    run_compaction(capped, c.instant)
+    assert spills and all(p >= 2 for p in spills)
+    same(snapshot(capped), before, "snapshot unchanged")
+    same(capped.read("read_optimized"), t.read("read_optimized"), "RO equal with and without the cap")
