@@ -349,6 +349,7 @@ class BoundedSliceMerge:
         base_file: the slice's base file, if any.
         queued: the log blocks to merge, in replay order (from ``select_log_blocks``).
         budget: the memory budget.
+        decode_threads: threads decoding a batch (``None``: the CPUs this process may use).
         totals: counts, filled by :meth:`load_logs`.
     """
 
@@ -356,6 +357,7 @@ class BoundedSliceMerge:
     base_file: BaseFile | None
     queued: list[QueuedBlock]
     budget: MemoryBudget
+    decode_threads: int | None = None
     totals: LogTotals = field(default_factory=LogTotals)
     _state: list[pa.Table] = field(default_factory=list)
     _state_bytes: int = 0
@@ -497,7 +499,11 @@ class BoundedSliceMerge:
         ctx = self.ctx
         assert self._schema is not None
         avro = [(q.block, c) for q, c in batch if c is not None and q.block.block_type is BlockType.AVRO_DATA]
-        avro_tables = iter(decode_avro_data_blocks(avro, ctx.reader_avro_schema)) if avro else iter(())
+        avro_tables = (
+            iter(decode_avro_data_blocks(avro, ctx.reader_avro_schema, max_workers=self.decode_threads))
+            if avro
+            else iter(())
+        )
         data_parts: list[pa.Table] = []
         data_seq: list[np.ndarray] = []
         del_parts: list[pa.Table] = []

@@ -39,7 +39,7 @@ import json
 import posixpath
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from evt_toolkit.compaction.bounded_merge import SPILL_PATH_KEY, configured_memory_budget
@@ -316,6 +316,11 @@ def _run_tasks(
     progress: ProgressCallback | None,
 ) -> list[MergeResult]:
     total = len(tasks)
+    if spark is not None:
+        # A Spark task may use the cores Spark reserves for it; locally the tasks run one after another and
+        # each may decode on every core.
+        threads = int(spark.sparkContext.getConf().get("spark.task.cpus", "1") or 1)
+        tasks = [replace(t, decode_threads=threads) for t in tasks]
     if spark is None:
         results = []
         for i, task in enumerate(tasks):

