@@ -60,7 +60,6 @@ from evt_toolkit.format.links import Link, encode_commit_links
 from evt_toolkit.format.names import COMPLETED, INFLIGHT, LogFileName
 from evt_toolkit.format.ownership import BASE, CARRY_OVER, LINK, RUN, SCHEDULE, OwnedFile
 from evt_toolkit.format.records import CommitMetadata, CompactionPlan, WriteStat
-from evt_toolkit.format.table_version import table_version_format
 from evt_toolkit.read.merge import EVENT_TIME
 from evt_toolkit.read.plan import ReadSpec
 from evt_toolkit.storage.fs import FileEntry
@@ -515,15 +514,14 @@ def run_compaction(
         progress(ProgressEvent("commit", 0, 1, f"writing {instant}.commit"))
     # On 1.x the compaction completes *at* its requested time (``C_C.commit``, docs/hudi-1x.md §4.4): its links and
     # carry-over logs, named with C, then replay after base C and before every later write in every log order.
-    fmt = table_version_format(table.config.version, table.config.timeline_path)
-    completed = fmt.instant_path(instant, COMMIT, COMPLETED, completion=instant)
+    completed = table.instant_file(instant, COMMIT, COMPLETED, completion=instant)
     if has_metadata_table(table):
         # The metadata table lists C's base files, carry-over logs and links before C completes (docs/metadata-table.md
         # §6); they all carry C's name, so no reader counts them before C.commit either way.
         outputs = [p for r in results for p in r.outputs] + [link.symlink_path for link in links]
         sync_files_partition(table, instant, added=added_files(storage, outputs))
     fault_point("run.before_commit")
-    storage.write_bytes_atomic(completed, fmt.encode_commit_metadata(meta.to_record()))
+    storage.write_bytes_atomic(completed, table.format.encode_commit_metadata(meta.to_record()))
     # The records of a completed instant are no longer read; a folder left behind by a failure here is harmless.
     with contextlib.suppress(EvtError):
         drop_ownership(storage, instant)

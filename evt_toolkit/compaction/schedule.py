@@ -54,7 +54,7 @@ from evt_toolkit.compaction.trigger import check_can_schedule
 from evt_toolkit.errors import EvtError, PendingTableServiceError, PlanValidationError, TimelineError
 from evt_toolkit.faults import fault_point
 from evt_toolkit.format.links import Link
-from evt_toolkit.format.names import REQUESTED, InstantFileName
+from evt_toolkit.format.names import REQUESTED
 from evt_toolkit.format.ownership import LINK, SCHEDULE, OwnedFile
 from evt_toolkit.format.records import CompactionPlan
 from evt_toolkit.storage.links import create_links, delete_link_or_file, require_symlinks
@@ -112,7 +112,7 @@ class ScheduledCompaction:
 
 def plan_file(table: Table, instant: str, state: str = REQUESTED) -> str:
     """Path of the compaction's ``requested``/``inflight`` file, relative to the base path."""
-    return posixpath.join(table.config.timeline_path, InstantFileName(instant, COMPACTION, state).name)
+    return table.instant_file(instant, COMPACTION, state)
 
 
 def _resolve_threshold(

@@ -35,8 +35,7 @@ from evt_toolkit.errors import (
 )
 from evt_toolkit.faults import fault_point
 from evt_toolkit.format import records
-from evt_toolkit.format.names import COMPLETED, INFLIGHT, REQUESTED, InstantFileName
-from evt_toolkit.format.table_version import table_version_format
+from evt_toolkit.format.names import COMPLETED, INFLIGHT, REQUESTED
 from evt_toolkit.services.clean_planner import (
     DEFAULT_COMMITS_RETAINED,
     DEFAULT_FILE_VERSIONS_RETAINED,
@@ -203,14 +202,13 @@ def _metadata_record(
 def _clean_file(table: Table, instant: str, state: str) -> str:
     """The clean's timeline file; on layout 2 the completed one carries a completion time issued now."""
     if state == COMPLETED and table.config.timeline_layout >= 2:
-        fmt = table_version_format(table.config.version, table.config.timeline_path)
         completion = new_instant_time(
             [*timeline_times(table.refresh().timeline.instants), instant],
             table.config.timezone,
             scope=table.storage.uri,
         )
-        return fmt.instant_path(instant, CLEAN, COMPLETED, completion)
-    return posixpath.join(table.config.timeline_path, InstantFileName(instant, CLEAN, state).name)
+        return table.instant_file(instant, CLEAN, COMPLETED, completion)
+    return table.instant_file(instant, CLEAN, state)
 
 
 # -- execution -------------------------------------------------------------------------------------------------------

@@ -50,7 +50,7 @@ from evt_toolkit.errors import EvtError, LogFormatError, StorageError
 from evt_toolkit.faults import fault_point
 from evt_toolkit.format.log_writer import encode_rollback_command_block
 from evt_toolkit.format.logfile import BlockType, scan_log_blocks
-from evt_toolkit.format.names import COMPLETED, INFLIGHT, REQUESTED, BaseFileName, InstantFileName, LogFileName
+from evt_toolkit.format.names import COMPLETED, INFLIGHT, REQUESTED, BaseFileName, LogFileName
 from evt_toolkit.format.ownership import LOG, RUN, WRITE
 from evt_toolkit.format.records import (
     RollbackMetadata,
@@ -59,7 +59,6 @@ from evt_toolkit.format.records import (
     RollbackPlanRequest,
     WriteStat,
 )
-from evt_toolkit.format.table_version import table_version_format
 from evt_toolkit.services.clean import delete_files, hadoop_path, relative_path
 from evt_toolkit.services.rollback_planner import (
     BaseFacts,
@@ -303,12 +302,11 @@ def _timeline_file(table: Table, instant: str, action: str, state: str) -> str:
                 found = tl.state_file(inst, InstantState.COMPLETED)
                 if found:
                     return found
-        fmt = table_version_format(table.config.version, table.config.timeline_path)
         completion = new_instant_time(
             [*timeline_times(tl.instants), instant], table.config.timezone, scope=table.storage.uri
         )
-        return fmt.instant_path(instant, action, COMPLETED, completion)
-    return posixpath.join(table.config.timeline_path, InstantFileName(instant, action, state).name)
+        return table.instant_file(instant, action, COMPLETED, completion)
+    return table.instant_file(instant, action, state)
 
 
 def _write_command_block(

@@ -13,6 +13,7 @@ from typing import Any, Self
 import pyarrow as pa
 
 from evt_toolkit.errors import UnsupportedTableError
+from evt_toolkit.format.table_version import TableVersionFormat, table_version_format
 from evt_toolkit.storage.fs import TableStorage
 from evt_toolkit.table.config import TableConfig, load_table_config
 from evt_toolkit.table.fs_view import FileSystemView, list_table_files
@@ -87,6 +88,20 @@ class Table:
     def properties(self) -> dict[str, str]:
         """``hoodie.properties`` as a dict (unescaped)."""
         return dict(self.config.properties)
+
+    @property
+    def format(self) -> TableVersionFormat:
+        """The on-disk conventions of this table's version (timeline file names, commit metadata encoding, log names).
+
+        Raises:
+            UnsupportedTableError: a table version this toolkit does not write.
+        """
+        return table_version_format(self.config.version, self.config.timeline_path)
+
+    def instant_file(self, instant: str, action: str, state: str, completion: str | None = None) -> str:
+        """Path (relative to the base path) of an instant's timeline file in ``state``, as this table's version
+        lays it out (``completion``: the completion time a completed instant carries on timeline layout 2)."""
+        return self.format.instant_path(instant, action, state, completion)
 
     @property
     def timeline(self) -> Timeline:

@@ -41,7 +41,7 @@ from evt_toolkit.format.metadata import write_stat
 from evt_toolkit.format.names import COMPLETED, INFLIGHT, REQUESTED
 from evt_toolkit.format.ownership import WRITE
 from evt_toolkit.format.records import CommitMetadata, WriteStat
-from evt_toolkit.format.table_version import WRITABLE_TABLE_VERSIONS, table_version_format
+from evt_toolkit.format.table_version import WRITABLE_TABLE_VERSIONS
 from evt_toolkit.storage.ownership import drop_ownership, owned_files
 from evt_toolkit.table.guards import has_metadata_table, require_writable
 from evt_toolkit.table.schema import latest_avro_schema
@@ -286,8 +286,7 @@ def _workload_profile(tasks: list[TaskInput], operation_type: str) -> CommitMeta
 
 
 def _instant_file(table: Table, instant: str, state: str, completion: str | None = None) -> str:
-    fmt = table_version_format(table.config.version, table.config.timeline_path)
-    return fmt.instant_path(instant, DELTA_COMMIT, state, completion)
+    return table.instant_file(instant, DELTA_COMMIT, state, completion)
 
 
 def _timeline_times(table: Table) -> list[str]:
@@ -351,7 +350,7 @@ def write(
     table.refresh()
     index = _check_writable(table, opts)
     cfg = table.config
-    fmt = table_version_format(cfg.version, cfg.timeline_path)
+    fmt = table.format
     props = cfg.properties
     timeline = table.timeline
     clustering = timeline.pending_clustering()
