@@ -109,17 +109,35 @@ class Listing:
 
 
 def list_table_files(storage: TableStorage) -> Listing:
-    """List every partition and its base and log files, skipping ``.hoodie`` and other hidden folders."""
+    """List every partition and its base and log files, skipping ``.hoodie`` and other hidden folders.
+
+    Folders are listed level by level; on object stores the folders of one level are listed in parallel
+    (``TableStorage.parallel``), so a table of many partitions costs about one round trip per level, not per folder.
+    """
     partitions: list[str] = []
     base_files: list[BaseFile] = []
     log_files: list[tuple[str, LogFile]] = []
-    stack = [""]
-    while stack:
-        rel = stack.pop()
-        files, dirs = storage.list_dir(rel)
+    listed: dict[str, list[FileEntry]] = {}
+    level = [""]
+    while level:
+        if storage.is_object_store and len(level) > 1:
+            results = storage.parallel(storage.list_dir, level)
+        else:
+            results = [storage.list_dir(rel) for rel in level]
+        following: list[str] = []
+        for rel, (files, dirs) in zip(level, results, strict=True):
+            listed[rel] = files
+            for d in dirs:
+                name = d.rsplit("/", 1)[-1]
+                # .hoodie (timeline, metadata table), .spark-staging, _temporary and the like are never partitions.
+                if name.startswith(".") or name.startswith("_"):
+                    continue
+                following.append(d)
+        level = following
+    for rel in sorted(listed):
         has_data = False
         is_partition = False
-        for entry in files:
+        for entry in listed[rel]:
             if entry.name == PARTITION_METAFILE:
                 is_partition = True
                 continue
@@ -132,12 +150,6 @@ def list_table_files(storage: TableStorage) -> Listing:
                 has_data = True
         if is_partition or has_data:
             partitions.append(rel)
-        for d in dirs:
-            name = d.rsplit("/", 1)[-1]
-            # .hoodie (timeline, metadata table), .spark-staging, _temporary and the like are never partitions.
-            if name.startswith(".") or name.startswith("_"):
-                continue
-            stack.append(d)
     return Listing(tuple(sorted(partitions)), tuple(base_files), tuple(log_files))
 
 
