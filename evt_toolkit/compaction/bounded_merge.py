@@ -80,10 +80,10 @@ SPILL_PATH_KEY = "hoodie.memory.spillable.map.path"
 #: executor's memory left to user code, ``hoodie.memory.compaction.fraction``; lower here because a Python worker
 #: per core shares the executor's memory with the others and with the JVM).
 DEFAULT_MEMORY_FRACTION = 0.25
-#: A task's budget is capped at its slice's bytes, but never below this. Lower floors made B3 large's 37 MiB slices
-#: spill and decode in small batches: 64 MiB took 1.9x the time of an uncapped budget, 128 MiB 1.4x, 192 MiB and
-#: 256 MiB the same time; a 109 MiB slice peaks at 0.95x its bytes with 256 MiB.
-SMALL_SLICE_BUDGET = 256 << 20
+#: A task's budget is capped at its slice's bytes, but never below this: a 109 MiB slice peaks at 0.95x its bytes
+#: with 128 MiB (1.95x with 256 MiB), and B3 large's 37 MiB slices take the time they take uncapped (with 64 MiB
+#: they spilled and decoded in 4 MiB batches, 1.9x slower).
+SMALL_SLICE_BUDGET = 128 << 20
 #: Upper bound of hash partitions (open files while spilling).
 MAX_PARTITIONS = 256
 
@@ -196,8 +196,9 @@ class _Allocators:
     grows to the sum of their peaks, several times the live data. While a task runs, Arrow allocates from the
     system allocator (Arrow's default pools keep freed segments) and glibc keeps large blocks in their own mappings
     (``M_MMAP_THRESHOLD``, which glibc otherwise raises after the first large free); after each batch, glibc gives
-    freed heap pages back (``malloc_trim``). Used only for slices of more than 64 MiB or more than the key state's
-    share of the budget: on small slices the fresh mappings and the slower allocator cost more time than they save.
+    freed heap pages back (``malloc_trim``). Used only for slices of more than 64 MiB or more than the whole budget: on
+    smaller slices the fresh mappings and the slower allocator cost more time than they save (B3 large's 37 MiB
+    slices took 1.35x as long with them under a 128 MiB budget).
     Polars' jemalloc is configured by the worker's environment
     (``_RJEM_MALLOC_CONF=dirty_decay_ms:0,muzzy_decay_ms:0``, see bench/README.md).
     """
@@ -237,8 +238,8 @@ class _Allocators:
 
 
 _M_MMAP_THRESHOLD = -3
-#: Slices smaller than this (log + base bytes) and than the key state's share of the budget run with the usual
-#: allocators (see :class:`_Allocators`).
+#: Slices smaller than this (log + base bytes) and than the budget run with the usual allocators (see
+#: :class:`_Allocators`).
 _TAME_ABOVE = 64 << 20
 
 
@@ -407,7 +408,7 @@ class BoundedSliceMerge:
         self._log_bytes = sum(q.block.content_length for q in self.queued) or 1
         base_file_bytes = self.base_file.size if self.base_file is not None else 0
         self.budget = self.budget.for_slice(self._log_bytes + base_file_bytes)
-        if self._log_bytes + self._base_bytes > min(_TAME_ABOVE, self.budget.state_bytes):
+        if self._log_bytes + self._base_bytes > min(_TAME_ABOVE, self.budget.total):
             # Only where memory is at stake: the system allocator and fresh mappings cost CPU on every batch.
             self._alloc = _Allocators().__enter__()
         unified, del_cands, del_offsets = self._decode_deletes()

@@ -281,6 +281,7 @@ def test_default_budget_is_capped_at_the_slice(
     """With no budget set, a task never budgets more than its slice's bytes (at least SMALL_SLICE_BUDGET)."""
     big = bounded_merge.MemoryBudget(6 << 30)
     assert big.for_slice(1 << 30).total == 1 << 30
+    assert big.for_slice(100 << 20).total == bounded_merge.SMALL_SLICE_BUDGET
     assert big.for_slice(1 << 10).total == bounded_merge.SMALL_SLICE_BUDGET
     small = bounded_merge.MemoryBudget(1 << 20, "/spill")
     assert small.for_slice(100 << 20) is small, "a budget below the slice is kept"
