@@ -289,11 +289,15 @@ def read_input_partition(
     One slice is held at a time, so a task's memory follows its largest slice, not the partition's size.
     """
     storage = TableStorage.from_uri(spec.table_uri, spec.storage_options)
+    limit = storage.options.whole_object_limit
     for read in partition.reads:
-        paths = [] if read.file_slice.base_file is None else [read.file_slice.base_file.path]
+        s = read.file_slice
+        sized = [] if s.base_file is None else [(s.base_file.path, s.base_file.size)]
         if not read.base_only:
-            paths.extend(lf.path for lf in read.file_slice.log_files)
-        storage.prefetch(paths)  # object stores: the slice's files in parallel; a no-op on local disks
+            sized.extend((lf.path, lf.size) for lf in s.log_files)
+        # Object stores: the slice's small files in parallel (a no-op on local disks). This storage has listed
+        # nothing, so the planned sizes keep larger files to ranged reads, as a listed storage would.
+        storage.prefetch([path for path, size in sized if size <= limit])
         table = read_planned(spec, read, storage)
         yield from (table.to_batches() if target is None else conform_batches(table, target))
 
