@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from evt_toolkit.errors import ReadError, UnsupportedFeatureError
-from evt_toolkit.format.log_content import decode_data_block, decode_delete_block
+from evt_toolkit.format.log_content import decode_avro_data_blocks, decode_data_block, decode_delete_block
 from evt_toolkit.format.logfile import BlockType, LogBlock, read_block_content, scan_log_blocks
 from evt_toolkit.read.conform import conform
 from evt_toolkit.read.keys import derive_record_keys
@@ -182,15 +182,23 @@ def decode_blocks(ctx: SliceReadContext, queued: list[QueuedBlock]) -> tuple[pa.
     for pos, q in enumerate(queued):
         by_file.setdefault(q.log_file.path, []).append((pos, q))
     decoded: dict[int, tuple[str, pa.Table]] = {}
+    avro: list[tuple[int, LogBlock, bytes]] = []
     for path, items in by_file.items():
         with ctx.storage.open_input(path) as f:
             for pos, q in items:
                 content = read_block_content(f, q.block)
                 if q.block.block_type == BlockType.DELETE:
                     decoded[pos] = ("delete", decode_delete_block(q.block, content))
+                elif q.block.block_type == BlockType.AVRO_DATA:
+                    avro.append((pos, q.block, content))
                 else:
                     raw = decode_data_block(q.block, content, ctx.reader_avro_schema)
                     decoded[pos] = ("data", raw)
+    # Avro blocks of one writer schema are decoded together (one decoder call and one cast per run of blocks
+    # instead of per block): the same tables as block by block, at a fraction of the fixed cost per block.
+    tables = decode_avro_data_blocks([(blk, content) for _, blk, content in avro], ctx.reader_avro_schema)
+    for (pos, _, _), raw in zip(avro, tables, strict=True):
+        decoded[pos] = ("data", raw)
     base_seq = 0
     for pos in range(len(queued)):
         kind, tbl = decoded[pos]

@@ -136,13 +136,17 @@ def source_name_for(path: str, query_type: str) -> str:
     return f"hudi_evt_{'ro' if query_type == 'read_optimized' else 'rt'}_{digest}"
 
 
-def catalog_source(path: str, query_type: str) -> type[HudiEvtCatalogSource]:
+def catalog_source(path: str, query_type: str, spark: SparkSession | None = None) -> type[HudiEvtCatalogSource]:
     """A data source class reading ``path`` with ``query_type`` whatever options it gets.
 
-    Made at run time, so Spark pickles it by value for its Python workers (path and query type included).
+    Made at run time, so Spark pickles it by value for its Python workers (path and query type included, and the
+    session's S3A and file-packing settings when ``spark`` is given).
     """
+    from evt_toolkit.spark.session import session_source_attributes
+
     name = source_name_for(path, query_type)
-    attrs = {"table_path": path, "query_type": query_type, "source_name": name, "__module__": __name__}
+    attrs: dict[str, Any] = session_source_attributes(spark) if spark is not None else {}
+    attrs.update({"table_path": path, "query_type": query_type, "source_name": name, "__module__": __name__})
     return type(f"HudiEvtCatalogSource_{name}", (HudiEvtCatalogSource,), attrs)
 
 
@@ -294,7 +298,7 @@ def sync_catalog(spark: SparkSession, table: Table, name: str | None = None, dat
                 f"view {view} exists and is registered for {existing.get(PROP_PATH)!r}, not {table.path}; "
                 "drop it or choose another name"
             )
-        source = catalog_source(table.path, query_type)
+        source = catalog_source(table.path, query_type, spark)
         spark.dataSource.register(source)
         data_table = f"{view}{SOURCE_SUFFIX}"
         # Re-created on every sync so that the stored schema follows the Hudi table's schema. Its location is the
@@ -344,6 +348,6 @@ def register_catalog_sources(spark: SparkSession, database: str = "default") -> 
         props = {r["key"]: r["value"] for r in spark.sql(f"SHOW TBLPROPERTIES {_quoted(qualified)}").collect()}
         path, query_type = props.get(PROP_PATH), props.get(PROP_QUERY_TYPE)
         if path and query_type:
-            spark.dataSource.register(catalog_source(path, query_type))
+            spark.dataSource.register(catalog_source(path, query_type, spark))
             done.append(qualified)
     return sorted(done)

@@ -1,8 +1,11 @@
 """``hudi_evt``: a PySpark Python Data Source over Hudi tables, backed by evt_toolkit's pure-Python reader.
 
-Reads plan one Spark input partition per file slice on the driver with the shared planner and merge each slice on
-an executor with :func:`evt_toolkit.read.plan.read_planned` (the one slice read), so Spark answers exactly what
-``HudiTable.read`` answers.
+Reads plan the file slices on the driver with the shared planner, pack them into Spark input partitions by size as
+Spark packs files for its own file scans (:mod:`evt_toolkit.spark.splits`: ``spark.sql.files.maxPartitionBytes``,
+``spark.sql.files.openCostInBytes`` and the default parallelism, so a small table is read by as many tasks as there
+are cores, not one task per slice), and merge each slice on an executor with
+:func:`evt_toolkit.read.plan.read_planned` (the one slice read), so Spark answers exactly what ``HudiTable.read``
+answers.
 Options use Hudi's own names:
 
 * ``hoodie.datasource.query.type``: ``snapshot`` (default), ``read_optimized`` or ``incremental``;
@@ -69,6 +72,7 @@ from pyspark.sql.datasource import (
 
 from evt_toolkit.errors import EvtError, ReadError, UnsupportedFeatureError, WriteError
 from evt_toolkit.read.plan import QUERY_TYPES, ReadSpec, SliceRead, normalize_instant, plan_query, read_planned
+from evt_toolkit.spark.splits import SplitConf, pack_slice_reads
 from evt_toolkit.spark.types import batch_schema_for, conform_batches, spark_schema_for
 from evt_toolkit.storage.fs import TableStorage
 from evt_toolkit.storage.options import StorageOptions
@@ -244,35 +248,58 @@ def _instant(value: str | None, what: str) -> str | None:
 
 # -- read planning (driver) ------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class FileSliceInputPartition(InputPartition):
-    """One Spark input partition: one planned slice read (:class:`evt_toolkit.read.plan.SliceRead`)."""
+class FileSlicesInputPartition(InputPartition):
+    """One Spark input partition: planned slice reads (:class:`evt_toolkit.read.plan.SliceRead`), packed by size
+    the way Spark packs files (:func:`evt_toolkit.spark.splits.pack_slice_reads`) and read one after the other."""
 
-    read: SliceRead
+    reads: tuple[SliceRead, ...]
 
     @property
-    def file_slice(self) -> FileSlice:
-        """The slice to read."""
-        return self.read.file_slice
+    def file_slices(self) -> tuple[FileSlice, ...]:
+        """The slices this partition reads."""
+        return tuple(r.file_slice for r in self.reads)
 
 
 @dataclass(frozen=True, slots=True)
 class ReadPlan:
-    """Slices to read, before partition pruning."""
+    """Slices to read, before partition pruning and packing."""
 
     spec: ReadSpec
-    partitions: tuple[FileSliceInputPartition, ...]
+    reads: tuple[SliceRead, ...]
 
 
 def plan_read(table: Table, options: ReadOptions) -> ReadPlan:
-    """Plan a read with the shared planner (:func:`evt_toolkit.read.plan.plan_query`): one input partition per slice."""
+    """Plan a read with the shared planner (:func:`evt_toolkit.read.plan.plan_query`)."""
     plan = plan_query(table, options.query_type, as_of=options.as_of, begin=options.begin, end=options.end)
-    return ReadPlan(plan.spec, tuple(FileSliceInputPartition(r) for r in plan.reads))
+    return ReadPlan(plan.spec, plan.reads)
+
+
+def input_partitions(reads: Sequence[SliceRead], split: SplitConf) -> list[FileSlicesInputPartition]:
+    """Spark input partitions for planned slice reads (every read in exactly one partition)."""
+    return [FileSlicesInputPartition(group) for group in pack_slice_reads(reads, split)]
 
 
 # -- executor side ----------------------------------------------------------------------------------------------------
-def read_input_partition(spec: ReadSpec, partition: FileSliceInputPartition) -> pa.Table:
-    """Merge one planned slice into the table schema and apply the incremental window (runs on an executor)."""
-    return read_planned(spec, partition.read)
+def read_input_partition(
+    spec: ReadSpec, partition: FileSlicesInputPartition, target: pa.Schema | None = None
+) -> Iterator[pa.RecordBatch]:
+    """Merge the partition's slices one at a time (runs on an executor): each slice's rows in the table schema,
+    windowed for incremental reads, cast to ``target`` (Spark's Arrow form of the declared schema) when given.
+
+    One slice is held at a time, so a task's memory follows its largest slice, not the partition's size.
+    """
+    storage = TableStorage.from_uri(spec.table_uri, spec.storage_options)
+    limit = storage.options.whole_object_limit
+    for read in partition.reads:
+        s = read.file_slice
+        sized = [] if s.base_file is None else [(s.base_file.path, s.base_file.size)]
+        if not read.base_only:
+            sized.extend((lf.path, lf.size) for lf in s.log_files)
+        # Object stores: the slice's small files in parallel (a no-op on local disks). This storage has listed
+        # nothing, so the planned sizes keep larger files to ranged reads, as a listed storage would.
+        storage.prefetch([path for path, size in sized if size <= limit])
+        table = read_planned(spec, read, storage)
+        yield from (table.to_batches() if target is None else conform_batches(table, target))
 
 
 # -- partition pruning ----------------------------------------------------------------------------------------------
@@ -421,27 +448,42 @@ def _filter_columns(f: Filter) -> set[str]:
 
 # -- the data source ------------------------------------------------------------------------------------------------
 class HudiEvtReader(DataSourceReader):
-    """Batch reader: plans on the driver (in the planner's Python worker), merges slices on executors."""
+    """Batch reader: plans on the driver (in the planner's Python worker), merges slices on executors.
 
-    def __init__(self, options: ReadOptions, schema: StructType) -> None:
+    Spark pickles the reader into the command of every read task (before it asks for the partitions). A task needs
+    the spec and the batch schema only, so the plan of the whole table (``reads``) and the pruner stay on the
+    driver: without that, each task would carry every slice of the table.
+    """
+
+    def __init__(self, options: ReadOptions, schema: StructType, split: SplitConf | None = None) -> None:
         table = Table.open(options.path, storage_options=options.storage_options.as_dict())
         plan = plan_read(table, options)
         self.spec = plan.spec
-        self.planned = plan.partitions
-        self.pruner = PartitionPruner.for_table(table, plan.spec.schema)
+        self.reads: tuple[SliceRead, ...] | None = plan.reads
+        self.pruner: PartitionPruner | None = PartitionPruner.for_table(table, plan.spec.schema)
+        self.split = split if split is not None else SplitConf()
         self.batch_schema = batch_schema_for(schema)
 
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["reads"] = None
+        state["pruner"] = None
+        return state
+
     def partitions(self) -> list[InputPartition]:
-        """One input partition per planned file slice that the pushed filters do not rule out."""
-        return [p for p in self.planned if self.pruner.may_match(p.file_slice.partition_path)]
+        """The planned slices the pushed filters do not rule out, packed into partitions as Spark packs files."""
+        if self.reads is None or self.pruner is None:
+            raise ReadError(f"hudi_evt reader of {self.spec.table_uri} was shipped to a task: plan on the driver")
+        pruner = self.pruner
+        kept = [r for r in self.reads if pruner.may_match(r.file_slice.partition_path)]
+        return list(input_partitions(kept, self.split))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        """Merge the partition's slice and hand Spark Arrow batches in the declared schema."""
+        """Merge the partition's slices and hand Spark Arrow batches in the declared schema."""
         # Spark substitutes one InputPartition(None) when the plan is empty (no slices): nothing to read.
-        if not isinstance(partition, FileSliceInputPartition):
+        if not isinstance(partition, FileSlicesInputPartition):
             return iter(())
-        table = read_input_partition(self.spec, partition)
-        return iter(conform_batches(table, self.batch_schema))
+        return read_input_partition(self.spec, partition, self.batch_schema)
 
 
 class HudiEvtPruningReader(HudiEvtReader):
@@ -453,6 +495,8 @@ class HudiEvtPruningReader(HudiEvtReader):
         Slice pruning is a superset test (a kept slice may still hold non-matching rows, e.g. rows whose
         partition column changed under a non-default key generator), so no filter is reported as fully applied.
         """
+        if self.pruner is None:
+            raise ReadError(f"hudi_evt reader of {self.spec.table_uri} was shipped to a task: push filters first")
         cols = self.pruner.columns()
         usable = tuple(f for f in filters if _filter_columns(f) and _filter_columns(f) <= cols)
         self.pruner = dataclasses.replace(self.pruner, filters=usable)
@@ -462,12 +506,13 @@ class HudiEvtPruningReader(HudiEvtReader):
 class HudiEvtDataSource(DataSource):
     """The ``hudi_evt`` data source (see the module docstring for options).
 
-    ``session_storage_options`` holds the session's ``spark.hadoop.fs.s3a.*`` settings, captured when
-    :func:`evt_toolkit.spark.session.get_or_create_session` registers the source (the planner's Python worker cannot
-    read the session configuration itself).
+    ``session_storage_options`` holds the session's ``spark.hadoop.fs.s3a.*`` settings and ``session_split_conf``
+    its file-scan packing settings, captured when :func:`evt_toolkit.spark.session.get_or_create_session` registers
+    the source (the planner's Python worker cannot read the session configuration itself).
     """
 
     session_storage_options: Mapping[str, str] = {}
+    session_split_conf: SplitConf | None = None
 
     @classmethod
     def name(cls) -> str:
@@ -482,8 +527,8 @@ class HudiEvtDataSource(DataSource):
     def reader(self, schema: StructType) -> DataSourceReader:
         options = ReadOptions.from_options(self.options, self.session_storage_options)
         if options.partition_pruning:
-            return HudiEvtPruningReader(options, schema)
-        return HudiEvtReader(options, schema)
+            return HudiEvtPruningReader(options, schema, self.session_split_conf)
+        return HudiEvtReader(options, schema, self.session_split_conf)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         """Create the table if absent (from the write options), then stage rows per task and commit on the driver."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -61,13 +61,20 @@ def _register_sources(spark: SparkSession) -> None:
     # Imported here, not at the top: this module is imported without starting (or even importing) pyspark.
     from evt_toolkit.spark.datasource import HudiEvtDataSource
 
-    s3a = storage_options_from_spark(spark)
-    if s3a:
-        # A subclass carries the session's S3A settings into the planner's Python worker (pickled with the class).
-        source = type("HudiEvtDataSource", (HudiEvtDataSource,), {"session_storage_options": s3a})
-        spark.dataSource.register(source)
-        return
-    spark.dataSource.register(HudiEvtDataSource)
+    # A subclass carries the session's S3A and file-packing settings into the planner's Python worker (pickled
+    # with the class).
+    source = type("HudiEvtDataSource", (HudiEvtDataSource,), session_source_attributes(spark))
+    spark.dataSource.register(source)
+
+
+def session_source_attributes(spark: SparkSession) -> dict[str, Any]:
+    """What a ``hudi_evt`` source class needs of the session: its S3A settings and file-scan packing settings."""
+    from evt_toolkit.spark.splits import split_conf_from_spark
+
+    return {
+        "session_storage_options": storage_options_from_spark(spark),
+        "session_split_conf": split_conf_from_spark(spark),
+    }
 
 
 def storage_options_from_spark(spark: SparkSession) -> dict[str, str]:

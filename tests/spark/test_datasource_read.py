@@ -124,7 +124,35 @@ def test_unsupported_tables_raise_with_the_readers_message(spark: SparkSession, 
     assert " ".join(message.split()[:3]) in text
 
 
-def test_one_input_partition_per_file_slice_and_partition_pruning(spark: SparkSession) -> None:
+def _one_slice_per_partition_source(name: str) -> type:
+    """``hudi_evt`` packing at most one slice per partition (1-byte splits), to see pruning in partition counts."""
+    from evt_toolkit.spark.datasource import HudiEvtDataSource
+    from evt_toolkit.spark.splits import SplitConf
+
+    attrs = {
+        "session_split_conf": SplitConf(max_partition_bytes=1, open_cost_bytes=1),
+        "name": classmethod(lambda _: name),
+    }
+    return type("OneSlicePerPartition", (HudiEvtDataSource,), attrs)
+
+
+def test_slices_are_packed_as_spark_packs_files(spark: SparkSession) -> None:
+    from evt_toolkit.read.plan import plan_query
+    from evt_toolkit.spark.splits import pack_slice_reads, split_conf_from_spark
+
+    path = str(fixture_table_path("mor_v8_trips_8i3u1d"))
+    table = evt.HudiTable.open(path)
+    reads = plan_query(table, "snapshot").reads
+    conf = split_conf_from_spark(spark)
+    assert conf.min_partitions == spark.sparkContext.defaultParallelism
+    expected = len(pack_slice_reads(reads, conf))
+    assert 1 <= expected < len(reads)  # several slices per task on this session, not one task per slice
+    df = spark.read.format("hudi_evt").load(path)
+    assert df.rdd.getNumPartitions() == expected
+    assert_same_rows(df.toArrow(), table.read(), what="packed read")
+
+
+def test_partition_pruning_drops_slices(spark: SparkSession) -> None:
     path = str(fixture_table_path("mor_v8_trips_8i3u1d"))
     table = evt.HudiTable.open(path)
     slices = table.file_slices()
@@ -132,10 +160,11 @@ def test_one_input_partition_per_file_slice_and_partition_pruning(spark: SparkSe
     field = table.config.partition_fields[0]
     value = partition_path.split("=")[-1]
     kept = slices.filter(pc.equal(slices["partition_path"], partition_path)).num_rows
+    spark.dataSource.register(_one_slice_per_partition_source("hudi_evt_one_slice"))
 
     def pruning() -> DataFrame:
         # A fresh DataFrame per filtered query: Spark 4.3.0 shares pushdown plans across one DataFrame's queries.
-        return spark.read.format("hudi_evt").option("hoodie.evt.read.partition.pruning", "true").load(path)
+        return spark.read.format("hudi_evt_one_slice").option("hoodie.evt.read.partition.pruning", "true").load(path)
 
     assert pruning().rdd.getNumPartitions() == slices.num_rows > 1
     pruned = pruning().filter(f"{field} = '{value}'")
@@ -146,18 +175,26 @@ def test_one_input_partition_per_file_slice_and_partition_pruning(spark: SparkSe
     assert pruning().filter("fare > 0").rdd.getNumPartitions() == slices.num_rows
     everything = table.read()
     assert_same_rows(pruned.toArrow(), everything.filter(pc.equal(everything[field], value)), what="pruned read")
+    # The same filter through the session's packing: the answer does not depend on how slices are grouped.
+    packed = spark.read.format("hudi_evt").option("hoodie.evt.read.partition.pruning", "true").load(path)
+    assert_same_rows(
+        packed.filter(f"{field} = '{value}'").toArrow(),
+        everything.filter(pc.equal(everything[field], value)),
+        what="pruned packed read",
+    )
 
     # The default reader plans every slice whatever the filter, so one DataFrame serves all its queries.
-    df = spark.read.format("hudi_evt").load(path)
+    df = spark.read.format("hudi_evt_one_slice").load(path)
     assert df.rdd.getNumPartitions() == slices.num_rows
     assert df.filter(f"{field} = '{value}'").count() == everything.filter(pc.equal(everything[field], value)).num_rows
     assert df.count() == everything.num_rows
 
 
-def test_read_optimized_has_one_partition_per_base_file(spark: SparkSession) -> None:
+def test_read_optimized_packs_base_files_only(spark: SparkSession) -> None:
     path = str(fixture_table_path("mor_v6_trips_8i1u"))
     table = evt.HudiTable.open(path)
-    df = spark.read.format("hudi_evt").option(QUERY_TYPE, "read_optimized").load(path)
+    spark.dataSource.register(_one_slice_per_partition_source("hudi_evt_one_slice"))
+    df = spark.read.format("hudi_evt_one_slice").option(QUERY_TYPE, "read_optimized").load(path)
     assert df.rdd.getNumPartitions() == max(1, sum(1 for b in table.file_slices()["base_file"].to_pylist() if b))
 
 
