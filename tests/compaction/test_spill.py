@@ -36,6 +36,7 @@ from evt_toolkit.errors import TableConfigError
 from evt_toolkit.format.log_content import decode_data_block, decode_delete_block
 from evt_toolkit.format.logfile import BlockType, read_block_content, scan_log_blocks
 from evt_toolkit.read.merge import COMMIT_TIME, EVENT_TIME, LogCandidates, latest_per_key, merge_log_candidates
+from tests.merge_oracle import sort_based_merge
 from tests.tables import (
     BASE,
     create,
@@ -260,7 +261,10 @@ def test_latest_per_key_equals_the_sort_based_merge(
             "idx": pa.array(np.arange(n, dtype=np.int64)),
         }
     )
-    want = sorted(merge_log_candidates(LogCandidates(table), mode)["idx"].to_pylist())
+    reference = sort_based_merge(table, mode)
+    want = sorted(reference["idx"].to_pylist())
+    # The merge the reads use: the same winners, in key order, with the same columns.
+    assert merge_log_candidates(LogCandidates(table), mode).equals(reference)
     order = list(range(n))
     shuffle.shuffle(order)  # type: ignore[attr-defined]
     shuffled = table.take(pa.array(order))
