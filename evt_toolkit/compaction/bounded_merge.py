@@ -508,7 +508,7 @@ class BoundedSliceMerge:
             if avro
             else iter(())
         )
-        data_parts: list[pa.Table] = []
+        raws: list[tuple[pa.Table, str]] = []
         data_seq: list[np.ndarray] = []
         del_parts: list[pa.Table] = []
         for q, content in batch:
@@ -542,12 +542,12 @@ class BoundedSliceMerge:
                 raw = next(avro_tables)
             else:
                 raw = decode_data_block(q.block, content, ctx.reader_avro_schema)
-            rows = conform(raw, ctx.schema, q.log_file.path)
-            n = rows.num_rows
-            data_parts.append(rows)
+            n = raw.num_rows
+            raws.append((raw, q.log_file.path))
             data_seq.append(np.arange(seq, seq + n, dtype=np.int64))
             self.totals.data_rows += n
             seq += n
+        data_parts = _conform_runs(raws, ctx.schema)
         parts: list[pa.Table] = []
         if data_parts:
             data = pa.concat_tables(data_parts)
@@ -663,6 +663,28 @@ class BoundedSliceMerge:
     def _empty_state(self) -> pa.Table:
         assert self._schema is not None
         return self._schema.empty_table()
+
+
+def _conform_runs(raws: list[tuple[pa.Table, str]], schema: pa.Schema) -> list[pa.Table]:
+    """``[conform(raw, schema, path) for raw, path in raws]``, one call per run of blocks decoded alike.
+
+    A run whose cast fails is conformed block by block, so that the error names the block's file.
+    """
+    out: list[pa.Table] = []
+    i = 0
+    while i < len(raws):
+        j = i + 1
+        while j < len(raws) and raws[j][0].schema.equals(raws[i][0].schema):
+            j += 1
+        run = raws[i:j]
+        try:
+            out.append(conform(pa.concat_tables([r for r, _ in run]) if len(run) > 1 else run[0][0], schema, run[0][1]))
+        except ReadError:
+            if len(run) == 1:
+                raise
+            out += [conform(r, schema, path) for r, path in run]
+        i = j
+    return out
 
 
 def _nullable(schema: pa.Schema) -> pa.Schema:
