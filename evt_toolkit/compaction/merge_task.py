@@ -11,7 +11,7 @@ hashing, spilled by hash partition past ``hoodie.memory.compaction.max.size``). 
 refuses a log holding a corrupt block: a reader may skip it (Hudi does), but a compaction that skipped it would drop
 its records for good, because the compacted log is no longer part of the new slice.
 
-**Outputs.** The new base file ``{fileId}_{index}-0-0_{C}.parquet`` (rows sorted by record key, meta fields preserved
+**Outputs.** The new base file ``{fileId}_{index}-0-0_{C}.parquet`` (rows in merge order, meta fields preserved
 except ``_hoodie_file_name``), and, when :mod:`~evt_toolkit.compaction.carry_over` says so, a *carry-over log*
 ``.{fileId}_{C}.log.0_{index}-0-0``: version 0, which no writer produces (Hudi's writers start at version 1 and roll
 over to max + 1), so it always replays first in the new slice, before the links and before any write that landed in
@@ -383,8 +383,9 @@ class _BaseFileWriter:
 
     Local storage: a temporary file beside the target (the storage layer's naming), renamed into place by
     :meth:`commit`; other storage: an in-memory Parquet stream put whole by :meth:`commit` (the compressed file,
-    not the rows). Rows are sorted by record key within each part written (the whole file when the task did not
-    spill), ``_hoodie_file_name`` is set, and Hudi's footer keys are added at the end.
+    not the rows). Rows are written in merge order, unsorted, as Hudi's compactor writes them (``HoodieMergeHandle``:
+    the base file's rows, then the new records); ``_hoodie_file_name`` is set, and Hudi's footer keys
+    (``hoodie_min_record_key``/``hoodie_max_record_key``) are added at the end.
     """
 
     def __init__(self, storage: TableStorage, rel: str, rows_schema: pa.Schema, avro: dict[str, Any], name: str):
@@ -415,18 +416,25 @@ class _BaseFileWriter:
         self._names: pa.Array | None = None
 
     def write(self, source: pa.Table, idx: npt.NDArray[np.int64]) -> None:
-        """Write rows ``idx`` of ``source`` sorted by key (stable: duplicate keys keep their order)."""
-        if not len(idx):
+        """Write rows ``idx`` of ``source``, in that order (the kept base rows in the base file's order, then the
+        log records), as Hudi's compactor writes them: no sort. When ``idx`` is every row in order (no base file,
+        nothing dropped) the rows are written without a gather."""
+        n = len(idx)
+        if not n:
             return
-        keys = source[KEY].take(pa.array(idx))
-        order = np.asarray(pc.sort_indices(keys).to_numpy(), dtype=np.int64)
-        lo, hi = keys[int(order[0])].as_py(), keys[int(order[-1])].as_py()
-        self.lo = lo if self.lo is None or lo < self.lo else self.lo
-        self.hi = hi if self.hi is None or hi > self.hi else self.hi
-        ordered = idx[order]
-        del keys, order
-        for start in range(0, len(ordered), ROW_GROUP_ROWS):
-            chunk = source.take(pa.array(ordered[start : start + ROW_GROUP_ROWS]))
+        whole = n == source.num_rows and bool((idx == np.arange(n, dtype=idx.dtype)).all())
+        keys = source[KEY] if whole else source[KEY].take(pa.array(idx))
+        mm = pc.min_max(keys)
+        lo, hi = mm["min"].as_py(), mm["max"].as_py()
+        del keys
+        if lo is not None:
+            self.lo = lo if self.lo is None or lo < self.lo else self.lo
+            self.hi = hi if self.hi is None or hi > self.hi else self.hi
+        for start in range(0, n, ROW_GROUP_ROWS):
+            if whole:
+                chunk = source.slice(start, ROW_GROUP_ROWS)
+            else:
+                chunk = source.take(pa.array(idx[start : start + ROW_GROUP_ROWS]))
             if self.file_idx >= 0:
                 chunk = chunk.set_column(
                     self.file_idx, self.schema.field(self.file_idx), self._name_column(chunk.num_rows)

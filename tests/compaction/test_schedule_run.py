@@ -121,9 +121,10 @@ def test_commit_and_base_file_look_like_hudi(tmp_path: Path) -> None:
         ]  # fmt: skip
         tbl = pf.read()
         keys = tbl["_hoodie_record_key"].to_pylist()
-        assert keys == sorted(keys)
-        assert kv[b"hoodie_min_record_key"].decode() == keys[0]
-        assert kv[b"hoodie_max_record_key"].decode() == keys[-1]
+        assert len(set(keys)) == len(keys), "one row per key"
+        # Rows are in merge order (as Hudi's compactor writes them); the footer keys bound them all the same.
+        assert kv[b"hoodie_min_record_key"].decode() == min(keys)
+        assert kv[b"hoodie_max_record_key"].decode() == max(keys)
         assert set(tbl["_hoodie_file_name"].to_pylist()) == {name}
         # Meta fields preserved: commit times are the writers', not C.
         assert c.instant not in set(tbl["_hoodie_commit_time"].to_pylist())
