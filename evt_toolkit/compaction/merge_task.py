@@ -183,12 +183,16 @@ def carry_over_name(file_id: str, instant: str, index: int) -> str:
     return LogFileName(file_id, instant, "log", CARRY_OVER_VERSION, base_file_token(index)).name
 
 
+def base_file_name(task: MergeTask) -> str:
+    """Name of the new base file of ``task``: ``{fileId}_{index}-0-0_{C}.parquet``."""
+    return BaseFileName(task.file_id, base_file_token(task.index), task.instant, ".parquet").name
+
+
 def task_outputs(task: MergeTask) -> list[OwnedFile]:
     """The files a task may create (its names depend only on the plan): the new base file and the carry-over log."""
     partition = task.partition_path
-    base = BaseFileName(task.file_id, base_file_token(task.index), task.instant, ".parquet").name
     carry = carry_over_name(task.file_id, task.instant, task.index)
-    return [OwnedFile(_rel(partition, base), BASE), OwnedFile(_rel(partition, carry), CARRY_OVER)]
+    return [OwnedFile(_rel(partition, base_file_name(task)), BASE), OwnedFile(_rel(partition, carry), CARRY_OVER)]
 
 
 def _rel(partition: str, name: str) -> str:
@@ -543,8 +547,7 @@ def run_merge_task(task: MergeTask) -> MergeResult:
     storage = TableStorage.from_uri(task.table_uri, task.spec.storage_options)
     op = task.operation
     partition = task.partition_path
-    token = base_file_token(task.index)
-    name = BaseFileName(task.file_id, token, task.instant, ".parquet").name
+    name = base_file_name(task)
     rel = _rel(partition, name)
     carry_name = carry_over_name(task.file_id, task.instant, task.index)
     if not task.outputs_recorded:
