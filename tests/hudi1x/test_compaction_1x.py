@@ -47,6 +47,7 @@ from evt_toolkit.errors import (
 from evt_toolkit.format.eventtime import to_epoch_ms
 from evt_toolkit.format.logfile import BlockType
 from evt_toolkit.format.names import LogFileName
+from evt_toolkit.format.properties import parse_properties
 from evt_toolkit.services.clean_planner import KEEP_LATEST_FILE_VERSIONS
 from evt_toolkit.table.metadata_table import metadata_table_support
 from tests.conftest import SKIP_NO_SHARED, TABLES_DIR, fixture_names, fixture_table_path
@@ -326,16 +327,12 @@ def test_a_write_requested_before_the_compaction_that_completes_after_it_is_refu
 
 def _props(name: str) -> dict[str, str]:
     path = fixture_table_path(name) / ".hoodie" / "hoodie.properties"
-    out = {}
-    for line in path.read_text().splitlines():
-        if "=" in line and not line.startswith("#"):
-            k, v = line.split("=", 1)
-            out[k.strip()] = v.strip()
-    return out
+    return parse_properties(path.read_bytes().decode("iso-8859-1"))
 
 
-def stock_1x_mor() -> list[str]:
-    """Every stock v8/v9 MERGE_ON_READ fixture without a metadata table (Lance base files are not compacted)."""
+def stock_1x_mor(*, with_metadata_table: bool) -> list[str]:
+    """Every stock v8/v9 MERGE_ON_READ fixture with Parquet base files (Lance base files are not compacted), with or
+    without a metadata table."""
     if not TABLES_DIR.is_dir():
         return []
     out = []
@@ -343,15 +340,18 @@ def stock_1x_mor() -> list[str]:
         p = _props(name)
         if p.get("hoodie.table.version") not in ("8", "9") or p.get("hoodie.table.type") != "MERGE_ON_READ":
             continue
-        if p.get("hoodie.table.metadata.partitions") or (fixture_table_path(name) / ".hoodie" / "metadata").exists():
-            continue
         if p.get("hoodie.table.base.file.format", "PARQUET").upper() != "PARQUET":
             continue
-        out.append(name)
+        has_mdt = (
+            bool(p.get("hoodie.table.metadata.partitions"))
+            or (fixture_table_path(name) / ".hoodie" / "metadata").exists()
+        )
+        if has_mdt == with_metadata_table:
+            out.append(name)
     return out
 
 
-STOCK = stock_1x_mor()
+STOCK = stock_1x_mor(with_metadata_table=False)
 
 
 def copy_fixture(name: str, dst: Path) -> evt.HudiTable:
@@ -474,23 +474,7 @@ def test_a_killed_compaction_on_a_stock_fixture_rolls_back_and_reruns_losing_not
 # -- stock fixtures with a metadata table -----------------------------------------------------------------------------
 
 
-def stock_1x_mor_with_metadata_table() -> list[str]:
-    """Every stock v8/v9 MERGE_ON_READ fixture with a metadata table (Parquet base files)."""
-    if not TABLES_DIR.is_dir():
-        return []
-    out = []
-    for name in fixture_names():
-        p = _props(name)
-        if p.get("hoodie.table.version") not in ("8", "9") or p.get("hoodie.table.type") != "MERGE_ON_READ":
-            continue
-        if p.get("hoodie.table.base.file.format", "PARQUET").upper() != "PARQUET":
-            continue
-        if p.get("hoodie.table.metadata.partitions") or (fixture_table_path(name) / ".hoodie" / "metadata").exists():
-            out.append(name)
-    return out
-
-
-STOCK_MDT = stock_1x_mor_with_metadata_table()
+STOCK_MDT = stock_1x_mor(with_metadata_table=True)
 
 
 def _maintainable(name: str) -> bool:
