@@ -39,18 +39,15 @@ def iter_batches(
     incremental window as :meth:`HudiTable.read`); only the reading is spread out, so a caller that stops early
     never reads the rest.
     """
-    from evt_toolkit.errors import ReadError
+    from evt_toolkit.read.conform import require_columns
     from evt_toolkit.read.plan import plan_query, read_planned
 
     plan = plan_query(t, query_type, as_of=as_of, begin=begin, end=end)
     wanted = list(columns) if columns else None
     if wanted:
-        missing = [c for c in wanted if c not in plan.spec.schema.names]
-        if missing:
-            raise ReadError(f"unknown column(s) {missing}; {t.path} has {plan.spec.schema.names}")
+        require_columns(plan.spec.schema, wanted, t.path)
     for r in plan.reads:
-        part = read_planned(plan.spec, r, t.storage)
-        yield part.select(wanted) if wanted else part
+        yield read_planned(plan.spec, r, t.storage, wanted)
 
 
 def _rows(batches: Iterator[pa.Table], limit: int) -> Iterator[dict[str, Any]]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -10,6 +12,17 @@ from evt_toolkit.errors import ReadError
 
 def _strip_nullability(t: pa.DataType) -> pa.DataType:
     return t
+
+
+def require_columns(schema: pa.Schema, columns: Sequence[str], source: str = "the table") -> None:
+    """Refuse columns ``schema`` lacks, before anything is read.
+
+    Raises:
+        ReadError: names the unknown columns and every column ``source`` has.
+    """
+    missing = [c for c in columns if c not in schema.names]
+    if missing:
+        raise ReadError(f"unknown column(s) {missing}; {source} has {schema.names}")
 
 
 def conform(table: pa.Table, schema: pa.Schema, source: str) -> pa.Table:

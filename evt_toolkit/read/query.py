@@ -10,20 +10,11 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 
-from evt_toolkit.errors import ReadError
+from evt_toolkit.read.conform import require_columns
 from evt_toolkit.read.plan import plan_query, read_planned
 from evt_toolkit.table.table import Table
 
 __all__ = ["read_table"]
-
-
-def _project(table: pa.Table, columns: Sequence[str] | None) -> pa.Table:
-    if columns is None:
-        return table
-    missing = [c for c in columns if c not in table.column_names]
-    if missing:
-        raise ReadError(f"unknown column(s) {missing}; the table has {table.column_names}")
-    return table.select(list(columns))
 
 
 def read_table(
@@ -44,8 +35,10 @@ def read_table(
     storage = table.storage
     storage.prefetch(plan.paths())  # object stores: every file in parallel, so the reads below cost no request
     if columns is not None:
-        _project(plan.spec.schema.empty_table(), columns)  # unknown columns are refused before any read
         columns = list(columns)
+        require_columns(plan.spec.schema, columns)  # before any read, also when the plan reads nothing
     parts = [read_planned(plan.spec, r, storage, columns) for r in plan.reads]
-    rows = pa.concat_tables(parts) if parts else plan.spec.schema.empty_table()
-    return _project(rows, columns)
+    if parts:
+        return pa.concat_tables(parts)
+    empty = plan.spec.schema.empty_table()
+    return empty if columns is None else empty.select(columns)

@@ -32,7 +32,7 @@ import pyarrow.parquet as pq
 from evt_toolkit.errors import ReadError, UnsupportedFeatureError
 from evt_toolkit.format.log_content import decode_avro_data_blocks, decode_data_block, decode_delete_block
 from evt_toolkit.format.logfile import BlockType, LogBlock, read_block_content, scan_log_blocks
-from evt_toolkit.read.conform import conform
+from evt_toolkit.read.conform import conform, require_columns
 from evt_toolkit.read.keys import derive_record_keys
 from evt_toolkit.read.merge import (
     COMMIT_TIME,
@@ -360,9 +360,7 @@ def read_file_slice(
             reads only these from the base file; a merge needs whole records and projects after merging.
     """
     if columns is not None:
-        unknown = [c for c in columns if c not in ctx.schema.names]
-        if unknown:
-            raise ReadError(f"unknown column(s) {unknown}; the table has {ctx.schema.names}")
+        require_columns(ctx.schema, columns)
         if base_only and window is None:
             if file_slice.base_file is None:
                 return pa.schema([ctx.schema.field(c).with_nullable(True) for c in columns]).empty_table()

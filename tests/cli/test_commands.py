@@ -161,9 +161,9 @@ def test_read(table: evt.HudiTable, capsys: pytest.CaptureFixture[str], monkeypa
     calls: list[str] = []
     real = read_plan.read_planned
 
-    def counting(spec: Any, read: Any, storage: Any = None) -> Any:
+    def counting(spec: Any, read: Any, storage: Any = None, columns: Any = None) -> Any:
         calls.append(read.file_slice.file_id)
-        return real(spec, read, storage)
+        return real(spec, read, storage, columns)
 
     monkeypatch.setattr(read_plan, "read_planned", counting)
     first = run_json(capsys, "read", table.path, "--limit", "2", "--columns", "id,region")
