@@ -395,6 +395,14 @@ def to_markdown(s: dict[str, Any]) -> str:
             f"| strict floor, full plan | {_spread(fl['full_plan'])} | {f['log_records_in']:,} | {fl['rows_per_s']:,} "
             f"| {f['rows_written']:,} | | |",
         ]
+        if fl.get("one_thread"):
+            one = fl["one_thread"]
+            lines += [
+                f"| strict floor on one thread, partial plan | {_spread(one['partial_plan'])} | "
+                f"{p['log_records_in']:,} | | {p['rows_written']:,} | | |",
+                f"| strict floor on one thread, full plan | {_spread(one['full_plan'])} | {f['log_records_in']:,} | "
+                f"| {f['rows_written']:,} | | |",
+            ]
         if hr.get("median_s") is not None:
             lines.append(
                 f"| hudi-rs snapshot read of the same logs | {_spread(hr)} | {f['log_records_in']:,} | "

@@ -36,7 +36,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -47,7 +47,7 @@ import pyarrow.parquet as pq
 from evt_toolkit.compaction.bounded_merge import BoundedSliceMerge, MemoryBudget
 from evt_toolkit.compaction.carry_over import CarryOverDecision, decide, first_base_rows, needs_later_keys
 from evt_toolkit.errors import EvtError, LogFormatError, PlanValidationError, UnsupportedFeatureError
-from evt_toolkit.format.eventtime import to_epoch_ms
+from evt_toolkit.format.eventtime import EpochUnit, event_time_stats, to_epoch_ms
 from evt_toolkit.format.log_writer import avro_schema_json, encode_avro_data_block, encode_delete_block
 from evt_toolkit.format.logfile import BlockType, LogBlock
 from evt_toolkit.format.names import BaseFileName, LogFileName
@@ -333,11 +333,12 @@ def landed_logs_matter(task: MergeTask, result: MergeResult, storage: TableStora
     return keys is not None and bool(set(keys.to_pylist()) & set(result.ct_sensitive_keys))
 
 
-def _split_mask(task: MergeTask, rows: pa.Table) -> pa.Array | None:
+def _split_mask(task: MergeTask, data: pa.Table, idx: pa.Array) -> pa.Array | None:
+    """Over rows ``idx`` of ``data``: the records whose event time is past the threshold (exact split only)."""
     fld = task.event_time_field
-    if not task.exact_split or task.threshold is None or not fld or fld not in rows.column_names or not rows.num_rows:
+    if not task.exact_split or task.threshold is None or not fld or fld not in data.column_names or not len(idx):
         return None
-    ms = to_epoch_ms(rows[fld], task.event_time_unit, field=fld)  # type: ignore[arg-type]
+    ms = to_epoch_ms(data[fld].take(idx), task.event_time_unit, field=fld)  # type: ignore[arg-type]
     return pc.fill_null(pc.greater(ms, pa.scalar(task.threshold, pa.int64())), False)
 
 
@@ -374,12 +375,41 @@ def _decide(ctx: SliceReadContext, merge: SliceMerge, task: MergeTask, later: _L
         event_time_ordering=event_ordering,
         later_keys=later_keys,
         later_ct_keys=later_ct,
-        split_mask=_split_mask(task, merge.data.take(emitted_idx)),
+        split_mask=_split_mask(task, merge.data, emitted_idx),
     )
 
 
 #: Rows per Parquet row group of a new base file (and per ``take`` while writing it: bounds the copy).
 ROW_GROUP_ROWS = 128 * 1024
+
+
+#: A write takes slices of its source instead of gathering rows when ``idx`` breaks into at most one ascending
+#: stretch per this many rows (a slice costs a few microseconds; a gather copies every column).
+_ROWS_PER_SLICE = 256
+
+
+def _ascending_runs(idx: npt.NDArray[np.int64]) -> npt.NDArray[np.int64] | None:
+    """Where ``idx`` breaks into stretches of consecutive positions (``[4, 5, 6, 9, 10]``: two): the index in
+    ``idx`` where each stretch starts, or ``None`` when there are too many stretches for slicing to beat a gather."""
+    starts = np.flatnonzero(np.diff(idx) != 1) + 1
+    if len(starts) + 1 > max(1, len(idx) // _ROWS_PER_SLICE):
+        return None
+    return np.concatenate([[0], starts]).astype(np.int64)
+
+
+def _slices(
+    source: pa.Table, idx: npt.NDArray[np.int64], runs: npt.NDArray[np.int64], start: int, stop: int
+) -> pa.Table:
+    """Rows ``idx[start:stop]`` of ``source`` as slices of it, one per stretch of ``runs`` they cover."""
+    first = int(np.searchsorted(runs, start, side="right")) - 1
+    parts = []
+    for r in range(first, len(runs)):
+        a = max(start, int(runs[r]))
+        if a >= stop:
+            break
+        b = min(stop, int(runs[r + 1]) if r + 1 < len(runs) else len(idx))
+        parts.append(source.slice(int(idx[a]), b - a))
+    return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
 
 
 class _BaseFileWriter:
@@ -392,8 +422,19 @@ class _BaseFileWriter:
     (``hoodie_min_record_key``/``hoodie_max_record_key``) are added at the end.
     """
 
-    def __init__(self, storage: TableStorage, rel: str, rows_schema: pa.Schema, avro: dict[str, Any], name: str):
+    def __init__(
+        self,
+        storage: TableStorage,
+        rel: str,
+        rows_schema: pa.Schema,
+        avro: dict[str, Any],
+        name: str,
+        event_time: tuple[str, str] | None = None,
+    ):
         self.storage, self.rel, self.name = storage, rel, name
+        self.event_time = event_time if event_time and event_time[0] in rows_schema.names else None
+        self.min_event_time: int | None = None
+        self.max_event_time: int | None = None
         meta = {
             **(rows_schema.metadata or {}),
             b"parquet.avro.schema": avro_schema_json(avro).encode(),
@@ -421,29 +462,42 @@ class _BaseFileWriter:
 
     def write(self, source: pa.Table, idx: npt.NDArray[np.int64]) -> None:
         """Write rows ``idx`` of ``source``, in that order (the kept base rows in the base file's order, then the
-        log records), as Hudi's compactor writes them: no sort. When ``idx`` is every row in order (no base file,
-        nothing dropped) the rows are written without a gather."""
+        log records), as Hudi's compactor writes them: no sort. Where ``idx`` runs through ``source`` in a few
+        ascending stretches (no base file, a few deletes or replaced base rows), the stretches are written as slices
+        of ``source`` (no copy); otherwise each row group is gathered."""
         n = len(idx)
         if not n:
             return
-        whole = n == source.num_rows and bool((idx == np.arange(n, dtype=idx.dtype)).all())
-        keys = source[KEY] if whole else source[KEY].take(pa.array(idx))
-        mm = pc.min_max(keys)
-        lo, hi = mm["min"].as_py(), mm["max"].as_py()
-        del keys
-        if lo is not None:
-            self.lo = lo if self.lo is None or lo < self.lo else self.lo
-            self.hi = hi if self.hi is None or hi > self.hi else self.hi
+        runs = _ascending_runs(idx)
         for start in range(0, n, ROW_GROUP_ROWS):
-            if whole:
-                chunk = source.slice(start, ROW_GROUP_ROWS)
+            stop = min(n, start + ROW_GROUP_ROWS)
+            if runs is not None:
+                chunk = _slices(source, idx, runs, start, stop)
             else:
-                chunk = source.take(pa.array(idx[start : start + ROW_GROUP_ROWS]))
+                chunk = source.take(pa.array(idx[start:stop]))
+            mm = pc.min_max(chunk[KEY])
+            lo, hi = mm["min"].as_py(), mm["max"].as_py()
+            if lo is not None:
+                self.lo = lo if self.lo is None or lo < self.lo else self.lo
+                self.hi = hi if self.hi is None or hi > self.hi else self.hi
+            if self.event_time is not None:
+                fld, unit = self.event_time
+                stats = event_time_stats(chunk[fld], cast(EpochUnit, unit), field=fld)
+                if stats.min_ms is not None and stats.max_ms is not None:
+                    lo_et, hi_et = stats.min_ms, stats.max_ms
+                    self.min_event_time = lo_et if self.min_event_time is None else min(self.min_event_time, lo_et)
+                    self.max_event_time = hi_et if self.max_event_time is None else max(self.max_event_time, hi_et)
             if self.file_idx >= 0:
                 chunk = chunk.set_column(
                     self.file_idx, self.schema.field(self.file_idx), self._name_column(chunk.num_rows)
                 )
-            self.writer.write_table(chunk.cast(self.schema), row_group_size=ROW_GROUP_ROWS)
+            if chunk.schema.types == self.schema.types and chunk.schema.names == self.schema.names:
+                chunk = pa.Table.from_arrays(
+                    chunk.columns, schema=self.schema
+                )  # a cast per column that changes nothing
+            else:
+                chunk = chunk.cast(self.schema)
+            self.writer.write_table(chunk, row_group_size=ROW_GROUP_ROWS)
             self.rows += chunk.num_rows
 
     def _name_column(self, n: int) -> pa.Array:
@@ -592,8 +646,8 @@ def run_merge_task(task: MergeTask) -> MergeResult:
     carry = _CarryOver()
     base_rows = kept_base = writes = tombstones = kept = split = 0
     sensitive: list[str] = []
-    min_et = max_et = None
     fld = task.event_time_field
+    event_time = (fld, task.event_time_unit) if fld else None
     out: _BaseFileWriter | None = None
     with BoundedSliceMerge(ctx, base_file, queued, budget, task.decode_threads) as merger:
         try:
@@ -620,15 +674,8 @@ def run_merge_task(task: MergeTask) -> MergeResult:
                 source = pa.concat_tables([merge.base, merge.data])
                 idx = np.concatenate([np.flatnonzero(decision.keep_base), nb + decision.base_log_idx]).astype(np.int64)
                 if out is None:
-                    out = _BaseFileWriter(storage, rel, source.schema, avro, name)
+                    out = _BaseFileWriter(storage, rel, source.schema, avro, name, event_time)
                 out.write(source, idx)
-                if fld and fld in source.column_names and len(idx):
-                    ms = to_epoch_ms(source[fld].take(pa.array(idx)), task.event_time_unit, field=fld)  # type: ignore[arg-type]
-                    mm = pc.min_max(ms)
-                    lo_et, hi_et = mm["min"].as_py(), mm["max"].as_py()
-                    if lo_et is not None:
-                        min_et = lo_et if min_et is None else min(min_et, lo_et)
-                        max_et = hi_et if max_et is None else max(max_et, hi_et)
                 carry.add(merge, decision)
                 base_rows += nb
                 kept_base += int(np.count_nonzero(decision.keep_base))
@@ -639,7 +686,7 @@ def run_merge_task(task: MergeTask) -> MergeResult:
                 sensitive += decision.ct_sensitive_keys
                 del merge, source, decision
             if out is None:
-                out = _BaseFileWriter(storage, rel, _output_schema(ctx), avro, name)
+                out = _BaseFileWriter(storage, rel, _output_schema(ctx), avro, name, event_time)
             payload_size = out.close()
             carry_out: str | None = None
             carry_size = carry_records = 0
@@ -674,8 +721,8 @@ def run_merge_task(task: MergeTask) -> MergeResult:
         total_log_size_compacted=sum(lf.size for lf in logs),
         total_log_blocks=blocks,
         total_rollback_blocks=rollbacks,
-        min_event_time=min_et,
-        max_event_time=max_et,
+        min_event_time=out.min_event_time,
+        max_event_time=out.max_event_time,
         min_record_key=out.lo,
         max_record_key=out.hi,
         carry_over_log=carry_out,

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from bench import run as bench_run
+from bench.bench_compaction import floor_threads
 from bench.common import MIN_REPEAT, SIZES, measure, peak_memory
 
 pytestmark = pytest.mark.slow
@@ -98,6 +99,13 @@ def test_b3(summary_no_spark: dict[str, Any]) -> None:
         assert _positive(b["cpu_ratios"][k])
     if b["hudi_rs_read"].get("median_s") is not None:
         assert _positive(b["ratios"]["full_s / hudi_rs_read_s"])
+    # The floor gets the compaction's cores; the one-thread floor is reported beside it.
+    assert fl["threads"] == floor_threads()
+    if fl["threads"] > 1:
+        for timing in (fl["one_thread"]["partial_plan"], fl["one_thread"]["full_plan"]):
+            assert 0 < timing["min_s"] <= timing["median_s"] <= timing["max_s"]
+        assert _positive(b["ratios"]["full_s / one_thread_floor_s"])
+        assert "strict floor on one thread, full plan" in summary_no_spark["_md"]
     tasks = b["task_memory"]["full"]
     assert tasks and all(t["slice_input_bytes"] > 0 and t["peak_rss_growth_bytes"] >= 0 for t in tasks)
 
@@ -145,3 +153,30 @@ def test_helpers() -> None:
         blob = bytearray(32 * 2**20)
         blob[::4096] = b"x" * len(blob[::4096])
     assert mem.rss_peak >= mem.rss_start and mem.method
+
+
+def test_floor_decodes_every_block_however_it_splits(tmp_path: Path) -> None:
+    """The threaded floor decodes exactly the blocks the one-thread floor does (so it is not faster by skipping)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import pyarrow as pa
+
+    import evt_toolkit as evt
+    from bench.bench_compaction import _batches, _build, _floor_ops, floor_decode
+    from evt_toolkit.compaction import UnBoundedCompactionStrategy
+    from evt_toolkit.compaction.schedule import schedule_compaction
+
+    _build(tmp_path / "t", _batches(4_000, 4, keys=1_000))
+    t = evt.HudiTable.open(tmp_path / "t")
+    c = schedule_compaction(t, UnBoundedCompactionStrategy())
+    assert c is not None
+    ops = _floor_ops(t, c.instant)
+    split = 0
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        for op in ops:
+            one = floor_decode(t.storage, op)
+            many = floor_decode(t.storage, op, threads=2, pool=pool, min_chunk=1)
+            split += len(many) > len(one)
+            assert sum(x.num_rows for x in one) == op.records > 0
+            assert pa.concat_tables(many).equals(pa.concat_tables(one))
+    assert split == len(ops)
