@@ -29,6 +29,7 @@ there; Parquet would compress but costs an encode and a decode per row.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 import tempfile
@@ -93,7 +94,7 @@ _PARTITION = "_hoodie_partition_path"
 
 def worker_memory_bytes() -> int:
     """The memory this process may use: the least of its address-space limit, its cgroup's limit and the RAM."""
-    limits: list[int] = []
+    limits = list(_host_memory_limits())
     try:
         import resource
 
@@ -102,6 +103,14 @@ def worker_memory_bytes() -> int:
             limits.append(int(soft))
     except (ImportError, OSError, ValueError):  # not POSIX
         pass
+    return min(limits) if limits else 4 << 30
+
+
+@functools.lru_cache(maxsize=1)
+def _host_memory_limits() -> tuple[int, ...]:
+    """The cgroup's memory limit and the RAM, read once per process (every task asks; the address-space limit,
+    which a process may lower, is read each time)."""
+    limits: list[int] = []
     for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
         try:
             with open(path) as fh:
@@ -112,7 +121,7 @@ def worker_memory_bytes() -> int:
             limits.append(int(text))
     with contextlib.suppress(AttributeError, ValueError, OSError):
         limits.append(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-    return min(limits) if limits else 4 << 30
+    return tuple(limits)
 
 
 def configured_memory_budget(properties: Mapping[str, str] | None, source: str = "hoodie.properties") -> int | None:

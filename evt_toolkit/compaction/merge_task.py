@@ -448,7 +448,8 @@ class _BaseFileWriter:
         if storage.is_local:
             full = storage.full_path(rel)
             parent = posixpath.dirname(full)
-            os.makedirs(parent, exist_ok=True)
+            if not os.path.isdir(parent):  # the partition's folder is there unless the slice is new
+                os.makedirs(parent, exist_ok=True)
             self.tmp = posixpath.join(parent, f".{posixpath.basename(full)}.{uuid.uuid4().hex}.tmp")
             sink = self.tmp
         else:
