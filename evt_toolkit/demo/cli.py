@@ -104,6 +104,7 @@ def _table_options(args: argparse.Namespace) -> dict[str, Any]:
         "progress": not (args.json or args.no_progress),
         "spark": _spark_session(args.spark),
         "overwrite": args.overwrite,
+        "table_version": args.table_version,
     }
 
 
@@ -148,6 +149,13 @@ def _common(p: argparse.ArgumentParser, default_path: str) -> None:
         help="write the MIN_EVENT_TIME log block header (stock Hudi readers cannot read such tables)",
     )
     p.add_argument("--merge-mode", default="event_time", choices=["event_time", "commit_time"])
+    p.add_argument(
+        "--table-version",
+        type=int,
+        default=6,
+        choices=[6, 8, 9],
+        help="Hudi table version: 6 (Hudi 0.14/0.15, the default), 8 or 9 (Hudi 1.0/1.1)",
+    )
     p.add_argument("--overwrite", action="store_true", help="replace a complete build made with other parameters")
     p.add_argument("--spark", action="store_true", help="write through a local Spark session")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")

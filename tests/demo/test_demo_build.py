@@ -173,3 +173,25 @@ def test_synthetic_table_equals_pandas_replay(tmp_path: Path, merge_mode: str) -
     assert summary.file_groups == 3 * 2
     theirs = _user_columns(_hudi_rs_snapshot(tmp_path / "syn"))
     pd.testing.assert_frame_equal(_sorted(theirs, ["key"], columns), _sorted(got, ["key"], columns), check_dtype=False)
+
+
+def test_table_version_is_a_build_parameter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A v9 demo is a v9 table with the v6 demo's rows; a v6 build is not reused for v9 (nor the other way)."""
+    from evt_toolkit.demo.locate import DEMO_TABLE_ENV, DEMO_TABLE_VERSION_ENV, ensure_demo_table
+    from evt_toolkit.errors import TableConfigError
+
+    v6 = build_demo_table(str(tmp_path / "v6"), days=1, window="6h", progress=False)
+    monkeypatch.setenv(DEMO_TABLE_ENV, str(tmp_path / "v9"))
+    monkeypatch.setenv(DEMO_TABLE_VERSION_ENV, "9")
+    t9 = ensure_demo_table(days=1)
+    assert t9.config.version == 9 and HudiTable.open(tmp_path / "v6").config.version == 6
+    assert t9.read().num_rows > 0
+    pd.testing.assert_frame_equal(
+        _user_columns(t9.read()).sort_values(list(fl.RECORD_KEY), ignore_index=True),
+        _user_columns(v6.open().read()).sort_values(list(fl.RECORD_KEY), ignore_index=True),
+    )
+    with pytest.raises(EvtError, match="overwrite"):
+        build_demo_table(str(tmp_path / "v6"), days=1, window="6h", progress=False, table_version=9)
+    monkeypatch.setenv(DEMO_TABLE_VERSION_ENV, "7")
+    with pytest.raises(TableConfigError, match="EVT_DEMO_TABLE_VERSION"):
+        ensure_demo_table(days=1)
