@@ -216,9 +216,10 @@ MISSED_REASONS: dict[str, str] = {
     "B1": "the scan's Python work per block (parsing headers, building LogBlock records) against a floor that only "
     "opens files and reads bytes; see the B1 profile",
     "B2": "see the B2 profile",
-    "B3": "the floor only reads, decodes and writes; the compaction task also conforms types, derives and sorts "
-    "keys, merges (~3.4 log rows per row written), rebuilds its read context and commits (bench/README.md, "
-    "section Where compaction time and memory go)",
+    "B3": "the floor only reads, decodes and writes; the compaction task also conforms types, reduces the log "
+    "records by key (~3.4 per row written), decides what stays out of the base file, and pays a set-up per task "
+    "(listing, header scan, read context, Parquet writer, result) that small tasks feel most (bench/README.md, "
+    "section Performance)",
     "B4": "few rows remain in logs after the compaction, so the snapshot merge has little extra work",
     "B5": "Spark fixed costs at this size: Python data source planning, Python workers, Arrow batches going "
     "Python -> JVM -> driver (toArrow); the slice decoding is the same code as the pure-Python reader (the Spark "
@@ -258,10 +259,13 @@ def targets(r: dict[str, Any]) -> list[dict[str, Any]]:
             add(f"recompute at {c['log_files']:,} logs", "B2", f"{c['recompute_ms']} ms", "≤ 100 ms",
                 c["recompute_ms"] <= 100)  # fmt: skip
     if ok("B3"):
-        v = r["B3"]["ratios"]["partial_s / floor_s"]
-        vf = r["B3"]["ratios"]["full_s / floor_s"]
-        add("partial compaction vs strict floor", "B3", f"{v}×", "≤ 1.3×", v is not None and v <= 1.3)
-        add("full compaction vs strict floor", "B3", f"{vf}×", "≤ 1.3×", vf is not None and vf <= 1.3)
+        # Met when the compaction takes at most 1.3x the floor's time on the same cores AND does at most 1.3x its
+        # work (CPU time): neither threads nor an idle second core can meet the target alone.
+        for plan in ("partial", "full"):
+            v = r["B3"]["ratios"][f"{plan}_s / floor_s"]
+            c = r["B3"].get("cpu_ratios", {}).get(f"{plan}_cpu_s / floor_cpu_s")
+            met = v is not None and v <= 1.3 and c is not None and c <= 1.3
+            add(f"{plan} compaction vs strict floor (time; CPU time)", "B3", f"{v}×; CPU {c}×", "≤ 1.3×, both", met)
         b = r["B3"]["ratios"]["partial_bytes / full_bytes"]
         add("partial rewrites fewer bytes than full", "B3", f"{b}× of full", "< 1×", b < 1.0)
     if ok("B4"):
