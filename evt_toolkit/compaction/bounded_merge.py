@@ -50,7 +50,7 @@ from evt_toolkit.format.log_content import (
     decode_delete_block,
 )
 from evt_toolkit.format.logfile import BlockType, read_block_content
-from evt_toolkit.read.conform import conform
+from evt_toolkit.read.conform import conform, conform_runs
 from evt_toolkit.read.merge import COMMIT_TIME, IS_DELETED, KEY, build_candidates, latest_per_key, merge_with_base
 from evt_toolkit.read.slice_reader import (
     DELETE_SCHEMA,
@@ -556,7 +556,7 @@ class BoundedSliceMerge:
             data_seq.append(np.arange(seq, seq + n, dtype=np.int64))
             self.totals.data_rows += n
             seq += n
-        data_parts = _conform_runs(raws, ctx.schema)
+        data_parts = conform_runs(raws, ctx.schema)
         parts: list[pa.Table] = []
         if data_parts:
             data = pa.concat_tables(data_parts)
@@ -672,28 +672,6 @@ class BoundedSliceMerge:
     def _empty_state(self) -> pa.Table:
         assert self._schema is not None
         return self._schema.empty_table()
-
-
-def _conform_runs(raws: list[tuple[pa.Table, str]], schema: pa.Schema) -> list[pa.Table]:
-    """``[conform(raw, schema, path) for raw, path in raws]``, one call per run of blocks decoded alike.
-
-    A run whose cast fails is conformed block by block, so that the error names the block's file.
-    """
-    out: list[pa.Table] = []
-    i = 0
-    while i < len(raws):
-        j = i + 1
-        while j < len(raws) and raws[j][0].schema.equals(raws[i][0].schema):
-            j += 1
-        run = raws[i:j]
-        try:
-            out.append(conform(pa.concat_tables([r for r, _ in run]) if len(run) > 1 else run[0][0], schema, run[0][1]))
-        except ReadError:
-            if len(run) == 1:
-                raise
-            out += [conform(r, schema, path) for r, path in run]
-        i = j
-    return out
 
 
 def _nullable(schema: pa.Schema) -> pa.Schema:

@@ -10,10 +10,6 @@ import pyarrow.compute as pc
 from evt_toolkit.errors import ReadError
 
 
-def _strip_nullability(t: pa.DataType) -> pa.DataType:
-    return t
-
-
 def require_columns(schema: pa.Schema, columns: Sequence[str], source: str = "the table") -> None:
     """Refuse columns ``schema`` lacks, before anything is read.
 
@@ -51,6 +47,33 @@ def conform(table: pa.Table, schema: pa.Schema, source: str) -> pa.Table:
         else:
             columns.append(pa.nulls(n, field.type))
     return pa.Table.from_arrays(columns, schema=pa.schema([f.with_nullable(True) for f in schema]))
+
+
+def conform_runs(tables: Sequence[tuple[pa.Table, str]], schema: pa.Schema) -> list[pa.Table]:
+    """``[conform(t, schema, source) for t, source in tables]`` concatenated per run of tables decoded alike.
+
+    Consecutive tables with the same schema (blocks of one writer schema) are concatenated and conformed in one call:
+    the same rows in the same order, one cast per run instead of one per block. A run whose cast fails is conformed
+    table by table, so that the error names the file at fault.
+
+    Raises:
+        ReadError: as :func:`conform`.
+    """
+    out: list[pa.Table] = []
+    i = 0
+    while i < len(tables):
+        j = i + 1
+        while j < len(tables) and tables[j][0].schema.equals(tables[i][0].schema):
+            j += 1
+        run = tables[i:j]
+        try:
+            out.append(conform(pa.concat_tables([t for t, _ in run]) if len(run) > 1 else run[0][0], schema, run[0][1]))
+        except ReadError:
+            if len(run) == 1:
+                raise
+            out += [conform(t, schema, src) for t, src in run]
+        i = j
+    return out
 
 
 def _cast(col: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray:

@@ -32,7 +32,7 @@ import pyarrow.parquet as pq
 from evt_toolkit.errors import ReadError, UnsupportedFeatureError
 from evt_toolkit.format.log_content import decode_avro_data_blocks, decode_data_block, decode_delete_block
 from evt_toolkit.format.logfile import BlockType, LogBlock, read_block_content, scan_log_blocks
-from evt_toolkit.read.conform import conform, require_columns
+from evt_toolkit.read.conform import conform, conform_runs, require_columns
 from evt_toolkit.read.keys import derive_record_keys
 from evt_toolkit.read.merge import (
     COMMIT_TIME,
@@ -200,6 +200,7 @@ def decode_blocks(ctx: SliceReadContext, queued: list[QueuedBlock]) -> tuple[pa.
     for (pos, _, _), raw in zip(avro, tables, strict=True):
         decoded[pos] = ("data", raw)
     base_seq = 0
+    raws: list[tuple[pa.Table, str]] = []
     for pos in range(len(queued)):
         kind, tbl = decoded[pos]
         n = tbl.num_rows
@@ -209,11 +210,12 @@ def decode_blocks(ctx: SliceReadContext, queued: list[QueuedBlock]) -> tuple[pa.
             del_parts.append(_normalize_deletes(tbl))
             del_seq.append(seq)
         else:
-            conformed = conform(tbl, ctx.schema, queued[pos].log_file.path)
-            if ctx.schema.field(KEY).metadata == _DERIVED:
-                conformed = _add_derived_keys(ctx, conformed, queued[pos].log_file.path)
-            data_parts.append(conformed)
+            raws.append((tbl, queued[pos].log_file.path))
             data_seq.append(seq)
+    if ctx.schema.field(KEY).metadata == _DERIVED:  # keys derived block by block, each error naming its file
+        data_parts = [_add_derived_keys(ctx, conform(tbl, ctx.schema, path), path) for tbl, path in raws]
+    else:
+        data_parts = conform_runs(raws, ctx.schema)
     data = pa.concat_tables(data_parts) if data_parts else ctx.schema.empty_table()
     deletes = _concat_deletes(del_parts)
     return (
