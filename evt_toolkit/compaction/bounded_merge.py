@@ -486,7 +486,13 @@ class BoundedSliceMerge:
                 for q in items:
                     decoded[id(q)] = _normalize_deletes(decode_delete_block(q.block, read_block_content(f, q.block)))
         tables = [decoded[id(q)] for q in self.queued if q.block.block_type == BlockType.DELETE]
-        unified = _concat_deletes(tables) if tables else DELETE_SCHEMA.empty_table()
+        if not tables:  # most slices: only the candidates' schema is needed
+            return (
+                DELETE_SCHEMA.empty_table(),
+                _no_delete_candidates(ctx.schema, ctx.ordering_field, ctx.merge_mode),
+                [0],
+            )
+        unified = _concat_deletes(tables)
         n = unified.num_rows
         cands = build_candidates(
             ctx.schema.empty_table(),
@@ -672,6 +678,13 @@ class BoundedSliceMerge:
     def _empty_state(self) -> pa.Table:
         assert self._schema is not None
         return self._schema.empty_table()
+
+
+@functools.lru_cache(maxsize=16)
+def _no_delete_candidates(schema: pa.Schema, ordering_field: str | None, mode: str) -> pa.Table:
+    """The (empty) merge candidates of a slice without delete blocks; the same for every task of a table."""
+    empty = pa.array([], pa.int64())
+    return build_candidates(schema.empty_table(), empty, DELETE_SCHEMA.empty_table(), empty, ordering_field, mode).table
 
 
 def _nullable(schema: pa.Schema) -> pa.Schema:
