@@ -346,7 +346,9 @@ def to_markdown(s: dict[str, Any]) -> str:
             f"## B1 — min event time of {b['log_files']:,} log files",
             "",
             f"Table: {tb['n_rows']:,} rows, {tb['file_groups']} file groups, {tb['log_files']:,} log files "
-            f"({b.get('blocks', 0):,} blocks), {_mib(tb['bytes'])}. Median [min – max] of the repeats, methods "
+            f"({b.get('blocks', 0):,} blocks), {_mib(tb['bytes'])}"
+            + (" (an identical build kept in the work folder, reused)" if tb.get("reused") else "")
+            + ". Median [min – max] of the repeats, methods "
             f"interleaved; all three answers agree per log file: **{b['agree']}** (log files holding only delete "
             "blocks have no event time, hence fewer answered than listed). `io_floor` opens each log and reads "
             "exactly the byte ranges holding framing, headers and footers, parsing nothing.",
