@@ -6,7 +6,8 @@ Example:
     >>> t.file_slices()  # doctest: +SKIP
 """
 
-from evt_toolkit.api import HudiTable
+from typing import TYPE_CHECKING, Any
+
 from evt_toolkit.errors import (
     CleanPolicyError,
     CompactionExecutionError,
@@ -35,7 +36,21 @@ from evt_toolkit.errors import (
     WriteError,
 )
 
+if TYPE_CHECKING:
+    from evt_toolkit.api import HudiTable
+
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    # HudiTable brings in every layer (compaction, services, Spark's helpers): imported on first use, so that
+    # ``import evt_toolkit.<layer>`` (a Spark worker, the CLI) loads only what it uses.
+    if name == "HudiTable":
+        from evt_toolkit.api import HudiTable
+
+        return HudiTable
+    raise AttributeError(f"module 'evt_toolkit' has no attribute {name!r}")
+
 
 __all__ = [
     "CleanPolicyError",
