@@ -17,12 +17,14 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 import evt_toolkit as evt
 from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
+from evt_toolkit.compaction.carry_over import decide, needs_later_keys
 from tests.conftest import SKIP_NO_SHARED, fixture_table_path
 from tests.mdt.mdt_helpers import committed_files, mdt_files
 from tests.normalize import assert_same_rows
@@ -90,3 +92,37 @@ def test_a_key_deleted_and_written_again_across_the_prefix_is_updated_not_duplic
     assert_same_rows(_rs(t.path), expected, columns, f"{name}: hudi-rs snapshot vs what was committed")
     path = Path(t.path)
     assert mdt_files(path) == committed_files(path)
+
+
+@pytest.mark.parametrize("event_time_ordering", [False, True])
+@pytest.mark.parametrize("later", [["a"], []])
+def test_the_decision_keeps_the_base_row_of_a_deleted_key_a_later_log_keeps_alive(
+    event_time_ordering: bool, later: list[str]
+) -> None:
+    """Pure rule (:func:`evt_toolkit.compaction.carry_over.decide`): the prefix's winner deletes base row ``a``; with a
+    later record of ``a`` the base row stays and the delete is carried, without one the base row goes."""
+    winners = pa.table(
+        {
+            "key": ["a"],
+            "is_delete": [True],
+            "ct_delete": [False],
+            "src": pa.array([1], pa.int8()),
+            "idx": pa.array([0], pa.int64()),
+        }
+    )
+    assert needs_later_keys(winners, np.array([True]))
+    d = decide(
+        base_keys=pa.array(["a", "b"]),
+        keep_base=pa.array([False, True]),
+        winners=winners,
+        emitted_idx=pa.array([], pa.int64()),
+        event_time_ordering=event_time_ordering,
+        later_keys=pa.array(later, pa.string()),
+        later_ct_keys=pa.array([], pa.string()),
+    )
+    if later:
+        assert d.keep_base.tolist() == [True, True] and d.kept == 1
+        assert d.carry_delete_winner_pos.tolist() == [0] and d.tombstones == 0
+    else:
+        assert d.keep_base.tolist() == [False, True] and d.kept == 0
+        assert d.ct_sensitive_keys == ("a",), "a record of 'a' landing during the run makes the task run again"
