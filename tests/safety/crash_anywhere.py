@@ -9,6 +9,7 @@ a crash can leave behind.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -47,7 +48,8 @@ CHILD = textwrap.dedent(
     # write_many and put_if_absent go through write_bytes_atomic; delete_dir through delete_files on object stores.
     for name in ("write_bytes_atomic", "copy_file", "delete_file", "delete_files", "delete_dir", "symlink"):
         wrap(name)
-    t = evt.HudiTable.open(path)
+    options = json.loads(os.environ.get("EVT_TEST_STORAGE_OPTIONS") or "null")
+    t = evt.HudiTable.open(path, storage_options=options)
     if action == "write":  # [batch.parquet, operation, index type]
         t.write(pq.read_table(args[0]), args[1], options={"hoodie.index.type": args[2]})
     elif action == "schedule":  # [threshold or "", link mode, link timing]
@@ -73,10 +75,13 @@ CHILD = textwrap.dedent(
 )
 
 
-def run_killed_at(n: int, table: str | Path, action: str, *args: str) -> subprocess.CompletedProcess[str]:
+def run_killed_at(
+    n: int, table: str | Path, action: str, *args: str, storage_options: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run ``action`` on ``table`` in a child killed right before its ``n``-th storage change (return code -9), or
     finishing normally (0, stdout ``not reached <changes>``) when it makes fewer."""
     env = {k: v for k, v in os.environ.items() if k != ENV_VAR}
+    env["EVT_TEST_STORAGE_OPTIONS"] = json.dumps(storage_options)
     return subprocess.run(
         [sys.executable, "-c", CHILD, str(n), str(table), action, *args],
         capture_output=True,

@@ -33,7 +33,14 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 
 import evt_toolkit as evt
 from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
@@ -42,11 +49,13 @@ from evt_toolkit.errors import PendingTableServiceError, WriteError
 from evt_toolkit.format.names import LogFileName
 from evt_toolkit.services.clean import relative_path
 from evt_toolkit.services.clean_planner import KEEP_LATEST_COMMITS, KEEP_LATEST_FILE_VERSIONS
-from evt_toolkit.table.metadata_table import metadata_table_support
+from evt_toolkit.storage.fs import TableStorage
+from evt_toolkit.table.fs_view import list_table_files
+from evt_toolkit.table.metadata_table import metadata_table_support, read_files_partition
+from evt_toolkit.table.table import Table
 from evt_toolkit.table.timeline import COMPACTION, DELTA_COMMIT
 from evt_toolkit.write.task import write_file_group
 from tests.conftest import SKIP_NO_SHARED, fixture_table_path
-from tests.mdt.mdt_helpers import committed_files, mdt_files
 from tests.normalize import assert_same_rows
 from tests.safety.crash_anywhere import run_killed_at
 from tests.services import dangling_symlinks, missing_live_files
@@ -70,12 +79,28 @@ FIXTURES = [
 VALUE_COLUMN = {"mor_table_evo_add_col": "val", "mor_v8_trips_8i3u1d": "rider"}
 
 
-def _rs(path: str, *, ro: bool = False) -> pa.Table:
+def _rs(path: str, *, ro: bool = False, options: dict[str, str] | None = None) -> pa.Table:
     b = hudi.HudiTableBuilder.from_base_uri(path)
+    if options:
+        b = b.with_storage_options(options)
     if ro:
         b = b.with_option("hoodie.read.use.read_optimized.mode", "true")
     batches = b.build().read()
     return pa.Table.from_batches(batches) if batches else pa.table({})
+
+
+def _committed_files(t: Table) -> dict[tuple[str, str], int]:
+    """Every data file on storage whose instant completed (all slices): what the files partition must list."""
+    t.refresh()
+    listing = list_table_files(t.storage)
+    out = {(posixpath.dirname(b.path), b.name): b.size for b in listing.base_files if t.timeline.is_visible(b.instant)}
+    out.update({(p, lf.name): lf.size for p, lf in listing.log_files if t.timeline.is_visible(lf.instant)})
+    return out
+
+
+def _listed_files(t: Table) -> dict[tuple[str, str], int]:
+    listing = read_files_partition(t.refresh())
+    return {(p, name): size for p, files in listing.files.items() for name, size in files.items()}
 
 
 def _failed_write(t: evt.HudiTable, batch: pa.Table) -> str:
@@ -92,6 +117,11 @@ def _failed_write(t: evt.HudiTable, batch: pa.Table) -> str:
 
 
 class MdtLifecycle(RuleBasedStateMachine):
+    #: Storage options of the S3 server the table lives on (``None``: a local copy).
+    options: dict[str, str] | None = None
+    #: The bucket of the S3 variant.
+    bucket: str = ""
+
     def __init__(self) -> None:
         super().__init__()
         self.root = Path(tempfile.mkdtemp(prefix="evt-mdt-model-"))
@@ -102,6 +132,7 @@ class MdtLifecycle(RuleBasedStateMachine):
         self.failed: list[str] = []
         self.n = 0
         self.did: list[str] = []
+        self.crashed = False
 
     @initialize(name=st.sampled_from(FIXTURES))
     def start(self, name: str) -> None:
@@ -117,13 +148,18 @@ class MdtLifecycle(RuleBasedStateMachine):
             props = dst / ".hoodie" / "hoodie.properties"
             props.write_text(props.read_text() + f"hoodie.payload.event.time.field={field}\n")
         self.t = evt.HudiTable.open(dst)
+        if self.options:
+            uri = f"s3://{self.bucket}/{self.root.name}/{name}"
+            storage = TableStorage.from_uri(uri, self.options)
+            storage.write_many({p.relative_to(dst).as_posix(): p.read_bytes() for p in dst.rglob("*") if p.is_file()})
+            self.t = evt.HudiTable.open(uri, storage_options=self.options)
         assert metadata_table_support(self.t).maintainable, name
         for failed in [i.time for i in self.t.timeline.inflight_writes()]:
             self.t.rollback(failed)
         self.name = name
         self.keys = list(self.t.config.record_key_fields)
         self.ordering = self.t.config.ordering_field
-        snap = _rs(str(dst))
+        snap = _rs(self.t.path, options=self.options)
         self.columns = [c for c in snap.column_names if not c.startswith("_hoodie_")]
         self.schema = pa.schema([snap.schema.field(c) for c in self.columns])
         self.value = VALUE_COLUMN.get(name, "merchant_name")
@@ -181,6 +217,12 @@ class MdtLifecycle(RuleBasedStateMachine):
             return None
         times = sorted(r[self.ordering] for r in self.oracle.values() if r[self.ordering] is not None)
         return times[min(where * len(times) // 3, len(times) - 1)] if times else None
+
+    def _killed_at(self, n: int, path: str, action: str, *args: str) -> Any:
+        return run_killed_at(n, path, action, *args, storage_options=self.options)
+
+    def _link_mode(self, mode: str) -> str:
+        return "copy" if self.options else mode  # object stores have no symlinks
 
     # -- rules: writes ---------------------------------------------------------------------------------------------
     @rule(
@@ -241,6 +283,7 @@ class MdtLifecycle(RuleBasedStateMachine):
             else EventTimeBasedCompactionStrategy(threshold=threshold)
         )
         with contextlib.suppress(PendingTableServiceError):
+            link_mode = self._link_mode(link_mode)
             c = self.t.compaction.schedule(strategy, link_mode=link_mode, link_timing=link_timing)
             if c is not None:
                 self.did.append(f"schedule({threshold is not None},{link_mode},{link_timing})")
@@ -282,6 +325,7 @@ class MdtLifecycle(RuleBasedStateMachine):
         r = self.t.clean(policy, retained, dry_run=False)
         self.did.append(f"clean({len(r.deleted)})")
 
+    @precondition(lambda self: self.crashed or bool(self._pending()))
     @rule()
     def repair(self) -> None:
         r = self.t.compaction.repair(dry_run=False, older_than_s=0)
@@ -297,6 +341,7 @@ class MdtLifecycle(RuleBasedStateMachine):
     def crash(self, what: str, at: int, recover: bool, pick: int) -> None:
         path = self.t.path
         self.did.append(f"crash({what}@{at},{recover})")
+        self.crashed = True
         if what == "write":
             rows = self._batch([pick, pick + 1])
             if not rows:
@@ -304,7 +349,7 @@ class MdtLifecycle(RuleBasedStateMachine):
             batch = self.root / "batch.parquet"
             pq.write_table(self._table(rows), batch)
             before = {i.time for i in self.t.refresh().timeline.instants}
-            proc = run_killed_at(at, path, "write", str(batch), "upsert", "SIMPLE")
+            proc = self._killed_at(at, path, "write", str(batch), "upsert", "SIMPLE")
             assert proc.returncode in (0, -9), proc.stderr[-3000:]
             for inst in self.t.refresh().timeline.instants:
                 if inst.time in before or inst.action != DELTA_COMMIT:
@@ -318,12 +363,12 @@ class MdtLifecycle(RuleBasedStateMachine):
             return
         if what == "schedule":
             threshold = self._threshold(pick % 4)
-            proc = run_killed_at(
+            proc = self._killed_at(
                 at,
                 path,
                 "schedule",
                 "" if threshold is None else str(threshold),
-                ["copy", "symlink"][pick % 2],
+                self._link_mode(["copy", "symlink"][pick % 2]),
                 ["schedule", "execute"][(pick // 2) % 2],
             )
             assert proc.returncode in (0, -9) or "PendingTableServiceError" in proc.stderr, proc.stderr[-3000:]
@@ -335,7 +380,7 @@ class MdtLifecycle(RuleBasedStateMachine):
             if not pending:
                 return
             c = pending[0]
-            proc = run_killed_at(at, path, what, c)
+            proc = self._killed_at(at, path, what, c)
             assert proc.returncode in (0, -9), proc.stderr[-3000:]
             if recover and c in self._pending():
                 if what == "run":
@@ -345,13 +390,13 @@ class MdtLifecycle(RuleBasedStateMachine):
             return
         if what == "clean":
             policy = [KEEP_LATEST_COMMITS, KEEP_LATEST_FILE_VERSIONS][pick % 2]
-            proc = run_killed_at(at, path, "clean", policy, "1")
+            proc = self._killed_at(at, path, "clean", policy, "1")
             assert proc.returncode in (0, -9), proc.stderr[-3000:]
             if recover:
                 self.t.clean(policy, 1, dry_run=False)
             return
         if what == "repair":
-            proc = run_killed_at(at, path, "repair")
+            proc = self._killed_at(at, path, "repair")
             assert proc.returncode in (0, -9), proc.stderr[-3000:]
             if recover:
                 self.t.compaction.repair(dry_run=False, older_than_s=0)
@@ -359,7 +404,7 @@ class MdtLifecycle(RuleBasedStateMachine):
         # rollback: of a failed write, or of the last write
         if self.failed:
             target = self.failed[0]
-            proc = run_killed_at(at, path, "rollback", target)
+            proc = self._killed_at(at, path, "rollback", target)
             assert proc.returncode in (0, -9), proc.stderr[-3000:]
             present = target in {i.time for i in self.t.refresh().timeline.instants}
             if recover or not present:
@@ -373,7 +418,7 @@ class MdtLifecycle(RuleBasedStateMachine):
         tl = self.t.refresh().timeline
         if any(i.time > last and i.action in (DELTA_COMMIT, COMPACTION, "commit") for i in tl.instants):
             return
-        proc = run_killed_at(at, path, "rollback", last)
+        proc = self._killed_at(at, path, "rollback", last)
         assert proc.returncode in (0, -9), proc.stderr[-3000:]
         tl = self.t.refresh().timeline
         done = not any(i.time == last and i.action == DELTA_COMMIT for i in tl.instants)
@@ -392,14 +437,15 @@ class MdtLifecycle(RuleBasedStateMachine):
             return
         expected = self._expected()
         assert_same_rows(self.t.refresh().read(), expected, self.columns, f"{self.name}: our snapshot vs oracle")
-        assert_same_rows(_rs(self.t.path), expected, self.columns, f"{self.name}: hudi-rs snapshot vs oracle")
+        assert_same_rows(
+            _rs(self.t.path, options=self.options), expected, self.columns, f"{self.name}: hudi-rs snapshot vs oracle"
+        )
 
     @invariant()
     def metadata_table_lists_the_live_files(self) -> None:
         if not hasattr(self, "t"):
             return
-        path = Path(self.t.path)
-        listed, live = mdt_files(path), committed_files(path)
+        listed, live = _listed_files(self.t), _committed_files(self.t)
         # A clean killed after some deletes and not yet resumed: Hudi syncs a clean when it completes, so until
         # then the listing still names the files its plan deletes (none of them in a live slice).
         tl = self.t.refresh().timeline
@@ -421,11 +467,24 @@ class MdtLifecycle(RuleBasedStateMachine):
     def read_optimized_agrees(self) -> None:
         if not hasattr(self, "t"):
             return
-        assert_same_rows(_rs(self.t.path, ro=True), self.t.read("read_optimized"), self.columns, "RO: hudi-rs vs ours")
+        assert_same_rows(
+            _rs(self.t.path, ro=True, options=self.options),
+            self.t.read("read_optimized"),
+            self.columns,
+            "RO: hudi-rs vs ours",
+        )
 
     @invariant()
     def nothing_needed_is_missing(self) -> None:
         if not hasattr(self, "t"):
+            return
+        if self.options:
+            live = [
+                f
+                for s in self.t.refresh().view.latest_merged_file_slices()
+                for f in ([s.base_file.path] if s.base_file else []) + [lf.path for lf in s.log_files]
+            ]
+            assert [f for f in live if not self.t.storage.exists(f)] == []
             return
         assert missing_live_files(self.t) == []
         known = {i.time for i in self.t.timeline.instants}
@@ -444,3 +503,24 @@ MdtLifecycle.TestCase.settings = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 test_mdt_lifecycle = SKIP_NO_SHARED(MdtLifecycle.TestCase)
+
+S3_EXAMPLES = int(os.environ.get("EVT_MDT_MODEL_S3_EXAMPLES", "2"))
+
+
+@SKIP_NO_SHARED
+def test_mdt_lifecycle_on_s3(s3_server: Any) -> None:
+    """The same lifecycles on the session's S3 server (copy links only: object stores have no symlinks)."""
+
+    class OnS3(MdtLifecycle):
+        options = s3_server.options
+        bucket = s3_server.new_bucket("mdt-model")
+
+    run_state_machine_as_test(
+        OnS3,
+        settings=settings(
+            max_examples=S3_EXAMPLES,
+            stateful_step_count=STEPS,
+            deadline=None,
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+        ),
+    )
