@@ -25,6 +25,7 @@ import pytest
 import evt_toolkit as evt
 from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
 from evt_toolkit.compaction.carry_over import decide, needs_later_keys
+from evt_toolkit.compaction.executor import run_compaction
 from tests.conftest import SKIP_NO_SHARED, fixture_table_path
 from tests.mdt.mdt_helpers import committed_files, mdt_files
 from tests.normalize import assert_same_rows
@@ -126,3 +127,52 @@ def test_the_decision_keeps_the_base_row_of_a_deleted_key_a_later_log_keeps_aliv
     else:
         assert d.keep_base.tolist() == [False, True] and d.kept == 0
         assert d.ct_sensitive_keys == ("a",), "a record of 'a' landing during the run makes the task run again"
+
+
+@SKIP_NO_SHARED
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("mor_v9_txns_simple_meta", "merchant_name"), ("mor_v8_trips_8i3u1d", "rider"), ("mor_table_evo_add_col", "val")],
+)
+def test_a_key_written_again_while_the_compaction_runs_is_updated_not_duplicated(
+    tmp_path: Path, name: str, value: str
+) -> None:
+    """The same, with the second write landing in the new slice while the run is under way (after its task read the
+    slice, before ``C`` completes): the driver sees it before committing and the task runs again, in either
+    ordering."""
+    t = _copy(name, tmp_path / name)
+    keys, ordering = list(t.config.record_key_fields), t.config.ordering_field
+    assert ordering is not None
+    gold = pq.read_table(fixture_table_path(name).parent / "gold_data")
+    columns = [c for c in gold.column_names if not c.startswith("_hoodie_")]
+    schema = pa.schema([_rs(t.path).schema.field(c) for c in columns])
+    oracle = {tuple(r[k] for k in keys): r for r in gold.select(columns).to_pylist()}
+    victim = dict(max(oracle.values(), key=lambda r: r[ordering]))
+    top = max(r[ordering] for r in oracle.values())
+
+    def write(table: evt.HudiTable, row: dict[str, Any], op: str, ts: int, tag: str) -> None:
+        row = {**row, ordering: ts, value: tag}
+        table.write(pa.Table.from_pylist([row], schema=schema), op, options=SIMPLE)
+        k = tuple(row[f] for f in keys)
+        if op == "delete":
+            oracle.pop(k)
+        else:
+            oracle[k] = row
+
+    write(t, victim, "delete", top + 10, "deleted")
+    c = t.compaction.schedule(EventTimeBasedCompactionStrategy(threshold=top + 10))
+    assert c is not None
+    landed: list[bool] = []
+
+    def land(task: Any, stage: str) -> None:
+        if stage == "written" and not landed:
+            landed.append(True)
+            write(evt.HudiTable.open(t.path), victim, "upsert", top + 20, "again")
+
+    run_compaction(t, c.instant, fault_hook=land)
+    assert landed
+    write(t, victim, "upsert", top + 30, "updated")
+
+    expected = pa.Table.from_pylist(list(oracle.values()), schema=schema)
+    assert_same_rows(t.refresh().read(), expected, columns, f"{name}: our snapshot vs what was committed")
+    assert_same_rows(_rs(t.path), expected, columns, f"{name}: hudi-rs snapshot vs what was committed")
