@@ -313,8 +313,8 @@ def _later_facts(ctx: SliceReadContext, logs: list[LogFile], need_keys: bool) ->
 def landed_logs_matter(task: MergeTask, result: MergeResult, storage: TableStorage) -> bool:
     """Whether logs that landed in the new slice after the task read it could change the task's decision.
 
-    Only commit-time deletes in them, or any record of a key the task compacted past a commit-time delete
-    (:attr:`CarryOverDecision.ct_sensitive_keys`), can; plain upserts and deletes with an ordering value cannot.
+    Only commit-time deletes in them, or any record of a key the task compacted past a delete of its base row
+    (:attr:`CarryOverDecision.ct_sensitive_keys`), can; other upserts and deletes with an ordering value cannot.
     """
     seen = set(result.later_logs)
     landed = [
