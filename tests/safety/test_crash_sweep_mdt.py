@@ -79,7 +79,8 @@ def _setup(m: MdtLifecycle, op: str) -> tuple[str, tuple[str, ...], Any]:
         threshold = m._threshold(1)
         c = t.compaction.schedule(EventTimeBasedCompactionStrategy(threshold=threshold), link_mode=link_mode)
         assert c is not None
-        return "run", (c.instant,), lambda: t.compaction.run(c.instant)
+        # A run killed after C completed (only its records were left to drop) needs no recovery.
+        return "run", (c.instant,), lambda: c.instant in m._pending() and t.compaction.run(c.instant)
     if op == "clean":
         assert t.compaction.schedule(UnBoundedCompactionStrategy()) is not None
         t.compaction.run(t.refresh().timeline.pending_compactions()[0].time)
@@ -97,7 +98,11 @@ def _setup(m: MdtLifecycle, op: str) -> tuple[str, tuple[str, ...], Any]:
         assert c is not None
         # A run killed after it mirrored C into the metadata table: unschedule must take that back too.
         assert_killed(run_child(Path(t.path), "run.before_commit", "run", c.instant))
-        return "unschedule", (c.instant,), lambda: t.compaction.unschedule(c.instant, dry_run=False)
+        return (
+            "unschedule",
+            (c.instant,),
+            lambda: c.instant in m._pending() and t.compaction.unschedule(c.instant, dry_run=False),
+        )
     if op == "repair":
         # A schedule killed between its links and its plan: links recorded under an instant no timeline knows.
         threshold = str(m._threshold(1))

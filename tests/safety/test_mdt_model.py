@@ -45,7 +45,7 @@ from hypothesis.stateful import (
 import evt_toolkit as evt
 from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
 from evt_toolkit.compaction.strategy import UnBoundedCompactionStrategy
-from evt_toolkit.errors import PendingTableServiceError, WriteError
+from evt_toolkit.errors import PendingTableServiceError, ReadError, WriteError
 from evt_toolkit.format.names import LogFileName
 from evt_toolkit.services.clean import relative_path
 from evt_toolkit.services.clean_planner import KEEP_LATEST_COMMITS, KEEP_LATEST_FILE_VERSIONS
@@ -79,13 +79,16 @@ FIXTURES = [
 VALUE_COLUMN = {"mor_table_evo_add_col": "val", "mor_v8_trips_8i3u1d": "rider"}
 
 
-def _rs(path: str, *, ro: bool = False, options: dict[str, str] | None = None) -> pa.Table:
+def _rs(path: str, *, ro: bool = False, options: dict[str, str] | None = None, as_of: str | None = None) -> pa.Table:
     b = hudi.HudiTableBuilder.from_base_uri(path)
     if options:
         b = b.with_storage_options(options)
     if ro:
         b = b.with_option("hoodie.read.use.read_optimized.mode", "true")
-    batches = b.build().read()
+    opts = hudi.HudiReadOptions()
+    if as_of is not None:
+        opts = opts.with_as_of_timestamp(as_of)
+    batches = b.build().read(opts)
     return pa.Table.from_batches(batches) if batches else pa.table({})
 
 
@@ -462,6 +465,25 @@ class MdtLifecycle(RuleBasedStateMachine):
             f"missing {sorted(set(live) - set(listed))[:5]}, sizes "
             f"{[(k, listed[k], live[k]) for k in set(listed) & set(live) if listed[k] != live[k]][:3]}"
         )
+
+    @invariant()
+    def time_travel_is_history(self) -> None:
+        """Time travel to one of our writes (ours and hudi-rs's, through the metadata table) is what was committed
+        then — or a ``ReadError`` once a clean removed its files."""
+        if not hasattr(self, "t") or not self.undo:
+            return
+        i = (self.n * 7919 + len(self.did)) % len(self.undo)
+        instant = self.undo[i][0]
+        then = self.undo[i + 1][1] if i + 1 < len(self.undo) else self.oracle
+        expected = self._table(list(then.values()))
+        try:
+            got = self.t.read(as_of=instant)
+        except ReadError as exc:
+            assert "earliest instant still readable" in str(exc), exc
+            return
+        assert_same_rows(got, expected, self.columns, f"{self.name}: time travel to {instant} vs what was committed")
+        theirs = _rs(self.t.path, options=self.options, as_of=instant)
+        assert_same_rows(theirs, expected, self.columns, f"{self.name}: hudi-rs time travel to {instant}")
 
     @invariant()
     def read_optimized_agrees(self) -> None:
