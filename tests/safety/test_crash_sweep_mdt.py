@@ -73,11 +73,21 @@ def _resume_rollback(m: MdtLifecycle, target: str) -> None:
         m.t.rollback(target)
 
 
+def _linking_threshold(m: MdtLifecycle) -> int:
+    """An event-time threshold whose compaction leaves logs behind (so the plan has links)."""
+    times = sorted({r[m.ordering] for r in m.oracle.values() if r[m.ordering] is not None})
+    for threshold in times:
+        if m.t.compaction.preview(EventTimeBasedCompactionStrategy(threshold=threshold)).summary.links:
+            return threshold
+    raise AssertionError("no threshold leaves a log behind")
+
+
 def _setup(m: MdtLifecycle, op: str) -> tuple[str, tuple[str, ...], Any]:
     """Bring the table to the state the operation starts from; returns the child's action, its arguments and the
     recovery to run after the kill."""
     t = m.t
     m.write([0, 1], "upsert")
+    m.write([0, 2], "upsert")  # a second log in the same file group: a threshold between the two links the second
     if op == "write":
         rows = m._batch([2, 3])
         batch = m.root / "batch.parquet"
@@ -86,8 +96,9 @@ def _setup(m: MdtLifecycle, op: str) -> tuple[str, tuple[str, ...], Any]:
         return "write", (str(batch), "upsert", "SIMPLE"), None
     if op.startswith("run"):
         link_mode = op.split("-")[1]
-        threshold = m._threshold(1)
-        c = t.compaction.schedule(EventTimeBasedCompactionStrategy(threshold=threshold), link_mode=link_mode)
+        c = t.compaction.schedule(
+            EventTimeBasedCompactionStrategy(threshold=_linking_threshold(m)), link_mode=link_mode
+        )
         assert c is not None
         # A run killed after C completed (only its records were left to drop) needs no recovery.
         return "run", (c.instant,), lambda: c.instant in m._pending() and t.compaction.run(c.instant)
@@ -104,7 +115,7 @@ def _setup(m: MdtLifecycle, op: str) -> tuple[str, tuple[str, ...], Any]:
         last = m.undo[-1][0]
         return "rollback", (last,), lambda: _resume_rollback(m, last)
     if op == "unschedule":
-        c = t.compaction.schedule(EventTimeBasedCompactionStrategy(threshold=m._threshold(1)), link_mode="copy")
+        c = t.compaction.schedule(EventTimeBasedCompactionStrategy(threshold=_linking_threshold(m)), link_mode="copy")
         assert c is not None
         # A run killed after it mirrored C into the metadata table: unschedule must take that back too.
         assert_killed(run_child(Path(t.path), "run.before_commit", "run", c.instant))
@@ -115,7 +126,7 @@ def _setup(m: MdtLifecycle, op: str) -> tuple[str, tuple[str, ...], Any]:
         )
     if op == "repair":
         # A schedule killed between its links and its plan: links recorded under an instant no timeline knows.
-        threshold = str(m._threshold(1))
+        threshold = str(_linking_threshold(m))
         assert_killed(run_child(Path(t.path), "schedule.before_plan", "schedule", threshold, "symlink", "schedule"))
         return "repair", (), lambda: t.compaction.repair(dry_run=False, older_than_s=0)
     raise AssertionError(op)
