@@ -15,7 +15,7 @@ then the documented recovery runs, and after it and after a further write, full 
 equal the oracle (a dict of what was committed) and the listing is exact.
 
 ``EVT_CRASH_SWEEP_STEP`` (default 7) takes every n-th storage change; 1 takes them all (the long run: 8 operations,
-99 kills, every one recovered).
+84 kills, every one recovered).
 """
 
 from __future__ import annotations
