@@ -14,7 +14,13 @@ exactly as the old one did (``docs/data-safety.md`` works the cases through):
     log, so that a later record with a *smaller* ordering value keeps losing to it (it would resurrect the key
     against an empty base);
 * **kept**: the old base row stays and ``m`` goes to the carry-over log — exact for *every* later write, since the
-  new slice then replays ``b, m, L…`` as the old one did. Used where the compacted form would change an answer:
+  new slice then replays ``b, m, L…`` as the old one did. Used where the compacted form would change an answer, or
+  where it would take a key that is still live out of the base file:
+
+  - ``m`` deletes the base row and a later log (a leftover or a write landed in the new slice) holds a record of the
+    key, in either ordering: the compacted form leaves the key only in logs, and the indexes that look keys up in
+    base files (Hudi's SIMPLE and BLOOM, ours on stock tables) would not find it — the next write of the key would
+    insert it into another file group, and the table would hold it twice;
 
   - ``m`` is a commit-time delete and the key has a base row and a later record: Hudi lets the later record win
     the log merge and then loses it to the base row when that row's ordering value is greater, so the base row must
@@ -61,8 +67,9 @@ class CarryOverDecision:
         tombstones: winners carried as tombstones (compacted form).
         kept: keys left in kept form (old base row stays, the prefix's winner is carried).
         split: of those, keys kept because of the exact split.
-        ct_sensitive_keys: keys in compacted form whose prefix winner is a commit-time delete of a base row: a later
-            record of such a key would need the kept form (the driver checks writes landing during the run).
+        ct_sensitive_keys: keys in compacted form whose prefix winner deletes a base row (a commit-time delete, or any
+            delete that took the base row away): a later record of such a key would need the kept form (the driver
+            checks writes landing during the run).
     """
 
     keep_base: npt.NDArray[np.bool_]
@@ -87,11 +94,12 @@ def _np_bool(a: pa.Array | pa.ChunkedArray) -> npt.NDArray[np.bool_]:
 def needs_later_keys(winners: pa.Table, has_base: npt.NDArray[np.bool_]) -> bool:
     """Whether :func:`decide` needs every key of the later logs, not only their commit-time deletes.
 
-    Only when some prefix winner is a commit-time delete of a key that has a base row (event-time ordering).
+    Only when some prefix winner is a delete of a key that has a base row (in either ordering): a later record of
+    that key decides between the compacted and the kept form.
     """
     if winners.num_rows == 0:
         return False
-    return bool(np.any(_np_bool(winners["ct_delete"]) & has_base))
+    return bool(np.any(_np_bool(winners["is_delete"]) & has_base))
 
 
 def first_base_rows(base_keys: pa.Array, keys: pa.Array) -> npt.NDArray[np.int64]:
@@ -156,15 +164,22 @@ def decide(
 
     kept = np.zeros(n, dtype=bool)
     tomb = np.zeros(n, dtype=bool)
+    in_later = (
+        _np_bool(pc.is_in(keys, value_set=later_keys.cast(pa.string())))
+        if later_keys is not None
+        else np.zeros(n, dtype=bool)
+    )
+    # The prefix deletes the base row of a key a later log keeps alive: the base row stays, or the key would be in
+    # logs only, where base-file indexes (SIMPLE, BLOOM) cannot find it and the next write would duplicate it.
+    takes_key_out = is_del & has_base & replaced
+    kept |= takes_key_out & in_later
     if event_time_ordering:
         tomb = is_del & ~ct & replaced
         in_later_ct = _np_bool(pc.is_in(keys, value_set=later_ct_keys.cast(pa.string())))
         # A later commit-time delete lets a later, lower record be compared with the *old* base row.
         hazard = ~ct & replaced & in_later_ct & ~(~has_base & is_del)
-        if later_keys is not None:
-            in_later = _np_bool(pc.is_in(keys, value_set=later_keys.cast(pa.string())))
-            # The prefix's commit-time delete of a base row: a later record may still lose to that row.
-            hazard |= ct & has_base & in_later
+        # The prefix's commit-time delete of a base row: a later record may still lose to that row.
+        hazard |= ct & has_base & in_later
         kept |= hazard
     split = np.zeros(n, dtype=bool)
     if split_mask is not None and len(emitted):
@@ -179,7 +194,7 @@ def decide(
     base_log = emitted[~np.isin(emitted, kept_data)]
     carry_data = np.concatenate([kept_data, idx[tomb & (src == 0)]])
     carry_del = np.flatnonzero((kept | tomb) & (src == 1)).astype(np.int64)
-    sensitive = ct & has_base & ~kept if event_time_ordering else np.zeros(n, dtype=bool)
+    sensitive = ((ct & has_base) | takes_key_out) & ~kept
     return CarryOverDecision(
         keep_base=keep,
         base_log_idx=base_log,

@@ -466,7 +466,9 @@ def run_compaction(
     record_ownership(storage, instant, RUN, "tasks", [f for task in tasks for f in task_outputs(task)])
     results = sorted(_run_tasks(tasks, spark, progress), key=lambda r: r.index)
     reruns = 0
-    if spec.merge_mode == EVENT_TIME and spec.ordering_field:
+    # Event-time tables, and any table whose tasks took a deleted key out of a base file: a write landed since the
+    # task read its slice can change the task's decision (docs/data-safety.md §2).
+    if (spec.merge_mode == EVENT_TIME and spec.ordering_field) or any(r.ct_sensitive_keys for r in results):
         for _round in range(_MAX_RERUNS):
             again = [t for t, r in zip(tasks, results, strict=True) if landed_logs_matter(t, r, storage)]
             if not again:

@@ -313,8 +313,8 @@ def _later_facts(ctx: SliceReadContext, logs: list[LogFile], need_keys: bool) ->
 def landed_logs_matter(task: MergeTask, result: MergeResult, storage: TableStorage) -> bool:
     """Whether logs that landed in the new slice after the task read it could change the task's decision.
 
-    Only commit-time deletes in them, or any record of a key the task compacted past a commit-time delete
-    (:attr:`CarryOverDecision.ct_sensitive_keys`), can; plain upserts and deletes with an ordering value cannot.
+    Only commit-time deletes in them, or any record of a key the task compacted past a delete of its base row
+    (:attr:`CarryOverDecision.ct_sensitive_keys`), can; other upserts and deletes with an ordering value cannot.
     """
     seen = set(result.later_logs)
     landed = [
@@ -363,9 +363,10 @@ def _decide(ctx: SliceReadContext, merge: SliceMerge, task: MergeTask, later: _L
     base_keys = merge.base[KEY].combine_chunks()
     later_keys: pa.Array | None = None
     later_ct = pa.array([], pa.string())
-    if event_ordering:
-        has_base = first_base_rows(base_keys, merge.winners["key"].combine_chunks()) >= 0
-        later_keys, later_ct = later.get(needs_later_keys(merge.winners, has_base))
+    has_base = first_base_rows(base_keys, merge.winners["key"].combine_chunks()) >= 0
+    need_keys = needs_later_keys(merge.winners, has_base)
+    if event_ordering or need_keys:  # commit-time ordering too: a deleted base row a later record keeps alive
+        later_keys, later_ct = later.get(need_keys)
     emitted_idx = merge.emitted["idx"].combine_chunks()
     return decide(
         base_keys=base_keys,

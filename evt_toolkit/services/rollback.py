@@ -72,6 +72,7 @@ from evt_toolkit.services.rollback_planner import (
 from evt_toolkit.storage.ownership import drop_ownership, owned_files
 from evt_toolkit.table.fs_view import Listing, list_table_files
 from evt_toolkit.table.guards import TABLE_SERVICE_VERSIONS, has_metadata_table, require_writable
+from evt_toolkit.table.metadata_table import compaction_holding, load_metadata_table
 from evt_toolkit.table.timeline import COMPACTION, DELTA_COMMIT, ROLLBACK, WRITE_ACTIONS, Instant, InstantState
 from evt_toolkit.write.instants import new_instant_time, timeline_times
 from evt_toolkit.write.metadata_sync import rollback_metadata_instant
@@ -426,6 +427,15 @@ def _check_rollbackable(table: Table, inst: Instant) -> None:
             "can be rolled back"
         )
     if inst.is_completed:
+        if inst.completion_time and has_metadata_table(table):
+            mdt = load_metadata_table(table)
+            compaction = compaction_holding(mdt, inst.completion_time) if mdt is not None else None
+            if compaction is not None:
+                raise RollbackError(
+                    f"cannot roll back deltacommit {inst.time} of {uri}: it completed ({inst.completion_time}) before "
+                    f"the metadata table's compaction {compaction}, whose base file lists its files; Hudi refuses "
+                    "this too (a restore is the way), or disable the metadata table first (t.metadata_table.disable)"
+                )
         later = [f"{i.action} {i.time}" for i in table.timeline.instants if i.time > inst.time]
         later = [x for x in later if x.split()[0] in WRITE_ACTIONS]
         if later:

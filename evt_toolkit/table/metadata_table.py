@@ -63,6 +63,7 @@ __all__ = [
     "MetadataTable",
     "MetadataTableListing",
     "MetadataTableSupport",
+    "compaction_holding",
     "load_metadata_table",
     "maintained_partitions",
     "metadata_table_support",
@@ -102,6 +103,22 @@ class MdtInstant:
     def is_completed(self) -> bool:
         """The instant completed."""
         return self.state == COMPLETED
+
+
+def compaction_holding(mdt: MetadataTable, completion_time: str) -> str | None:
+    """The latest completed metadata-table compaction if its base file already holds a data instant that completed
+    at ``completion_time``, else ``None`` — pure.
+
+    Such an instant cannot be rolled back: rolling back its metadata deltacommit removes its log, but the compacted
+    base file goes on listing the instant's files. Hudi refuses it
+    (``HoodieBackedTableMetadataWriter.validateRollback``: the commit's completion time is at or before the latest
+    compaction's requested time; a restore is the way).
+    """
+    compactions = [i.time for i in mdt.instants if i.action == "commit" and i.is_completed]
+    if not compactions:
+        return None
+    latest = max(compactions)
+    return latest if len(latest) == len(completion_time) and completion_time <= latest else None
 
 
 @dataclass(frozen=True, slots=True)

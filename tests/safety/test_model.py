@@ -134,7 +134,7 @@ class Lifecycle(RuleBasedStateMachine):
         merge_mode=st.sampled_from(["commit_time", "event_time"]),
         buckets=st.sampled_from([1, 2]),
         seed=st.integers(0, 2**16),
-        table_version=st.sampled_from([6, 9]),
+        table_version=st.sampled_from([6, 8, 9]),
     )
     def start(self, merge_mode: str, buckets: int, seed: int, table_version: int) -> None:
         self.rng = random.Random(seed)
