@@ -20,8 +20,9 @@ import pytest
 import evt_toolkit as evt
 from evt_toolkit.compaction import EventTimeBasedCompactionStrategy, UnBoundedCompactionStrategy
 from tests.normalize import assert_same_rows
+from tests.tables import hudi_rs
 
-hudi = pytest.importorskip("hudi", reason="hudi-rs (PyPI 'hudi') is a test dependency")
+pytest.importorskip("hudi", reason="hudi-rs (PyPI 'hudi') is a test dependency")
 
 _STRUCT = pa.struct([("x", pa.int32()), ("y", pa.string()), ("z", pa.list_(pa.int64()))])
 SCHEMA = pa.schema(
@@ -62,18 +63,6 @@ def _row(i: int, ts: int) -> dict[str, Any]:
     }
 
 
-def _user(table: pa.Table) -> list[str]:
-    return [c for c in table.column_names if not c.startswith("_hoodie")]
-
-
-def _rs(path: Path, ro: bool = False) -> pa.Table:
-    b = hudi.HudiTableBuilder.from_base_uri(str(path))
-    if ro:
-        b = b.with_option("hoodie.read.use.read_optimized.mode", "true")
-    batches = b.build().read()
-    return pa.Table.from_batches(batches) if batches else SCHEMA.empty_table()
-
-
 @pytest.mark.parametrize("table_version", [6, 9])
 def test_nested_columns_survive_partial_and_full_compaction(tmp_path: Path, table_version: int) -> None:
     path = tmp_path / "t"
@@ -100,9 +89,9 @@ def test_nested_columns_survive_partial_and_full_compaction(tmp_path: Path, tabl
         ours = t.read()
         assert ours.schema.field("s").type == _STRUCT and ours.schema.field("m").type == SCHEMA.field("m").type
         assert_same_rows(ours, want, SCHEMA.names, f"{what}: ours")
-        assert_same_rows(_rs(path), want, SCHEMA.names, f"{what}: hudi-rs")
+        assert_same_rows(hudi_rs(str(path)), want, SCHEMA.names, f"{what}: hudi-rs")
         ro = t.read(query_type="read_optimized")
-        assert_same_rows(ro, _rs(path, ro=True), SCHEMA.names, f"{what}: read-optimized")
+        assert_same_rows(ro, hudi_rs(str(path), ro=True), SCHEMA.names, f"{what}: read-optimized")
 
     for k in range(4):
         upsert(range(5 * k, 5 * k + 20), k + 1)
