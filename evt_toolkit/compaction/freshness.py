@@ -42,14 +42,14 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from evt_toolkit.compaction.plan import EXTRA_LINK_MODE, EXTRA_LINK_TIMING, EXTRA_STRATEGY, EXTRA_THRESHOLD_MS
 from evt_toolkit.errors import EvtError, StorageError
-from evt_toolkit.format.eventtime import EpochUnit, to_epoch_ms
+from evt_toolkit.format.eventtime import to_epoch_ms
 from evt_toolkit.format.names import InstantFileName
 from evt_toolkit.format.records import CommitMetadata, CompactionPlan
 from evt_toolkit.format.text import iso_ms
@@ -385,7 +385,7 @@ def late_data(table: Table, instant: str, threshold_ms: int, *, event_time_field
         (5, 1735600000000)
     """
     field_name = event_time_field or table.config.event_time_field
-    unit = cast(EpochUnit, table.config.event_time_unit or "ms")
+    unit = table.config.event_time_unit
     if not field_name:
         return LateData()
     ctx = ReadSpec.of(table).context(None, storage=table.storage)

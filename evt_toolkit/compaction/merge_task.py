@@ -36,7 +36,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -113,7 +113,7 @@ class MergeTask:
     operation: CompactionOperation
     spec: ReadSpec
     event_time_field: str | None = None
-    event_time_unit: str = "ms"
+    event_time_unit: EpochUnit = "ms"
     exact_split: bool = False
     threshold: int | None = None
     memory_budget: int | None = None
@@ -338,7 +338,7 @@ def _split_mask(task: MergeTask, data: pa.Table, idx: pa.Array) -> pa.Array | No
     fld = task.event_time_field
     if not task.exact_split or task.threshold is None or not fld or fld not in data.column_names or not len(idx):
         return None
-    ms = to_epoch_ms(data[fld].take(idx), task.event_time_unit, field=fld)  # type: ignore[arg-type]
+    ms = to_epoch_ms(data[fld].take(idx), task.event_time_unit, field=fld)
     return pc.fill_null(pc.greater(ms, pa.scalar(task.threshold, pa.int64())), False)
 
 
@@ -430,7 +430,7 @@ class _BaseFileWriter:
         rows_schema: pa.Schema,
         avro: dict[str, Any],
         name: str,
-        event_time: tuple[str, str] | None = None,
+        event_time: tuple[str, EpochUnit] | None = None,
     ):
         self.storage, self.rel, self.name = storage, rel, name
         self.event_time = event_time if event_time and event_time[0] in rows_schema.names else None
@@ -484,7 +484,7 @@ class _BaseFileWriter:
                 self.hi = hi if self.hi is None or hi > self.hi else self.hi
             if self.event_time is not None:
                 fld, unit = self.event_time
-                stats = event_time_stats(chunk[fld], cast(EpochUnit, unit), field=fld)
+                stats = event_time_stats(chunk[fld], unit, field=fld)
                 if stats.min_ms is not None and stats.max_ms is not None:
                     lo_et, hi_et = stats.min_ms, stats.max_ms
                     self.min_event_time = lo_et if self.min_event_time is None else min(self.min_event_time, lo_et)
@@ -494,9 +494,8 @@ class _BaseFileWriter:
                     self.file_idx, self.schema.field(self.file_idx), self._name_column(chunk.num_rows)
                 )
             if chunk.schema.types == self.schema.types and chunk.schema.names == self.schema.names:
-                chunk = pa.Table.from_arrays(
-                    chunk.columns, schema=self.schema
-                )  # a cast per column that changes nothing
+                # Only nullability or metadata differ: a cast would run once per column and change nothing.
+                chunk = pa.Table.from_arrays(chunk.columns, schema=self.schema)
             else:
                 chunk = chunk.cast(self.schema)
             self.writer.write_table(chunk, row_group_size=ROW_GROUP_ROWS)

@@ -8,6 +8,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from evt_toolkit.errors import StorageError, TableConfigError, UnsupportedTableError
+from evt_toolkit.format.eventtime import EpochUnit
 from evt_toolkit.format.properties import (
     HOODIE_PROPERTIES,
     HOODIE_PROPERTIES_BACKUP,
@@ -57,11 +58,15 @@ def _flag(props: Mapping[str, str], key: str, default: bool) -> bool:
     return value.strip().lower() == "true"
 
 
-def _event_time_unit(props: Mapping[str, str], source: str) -> str:
+_EPOCH_UNITS: dict[str, EpochUnit] = {"s": "s", "ms": "ms", "us": "us", "ns": "ns"}
+
+
+def _event_time_unit(props: Mapping[str, str], source: str) -> EpochUnit:
     unit = (props.get(EVENT_TIME_UNIT_KEY) or "ms").strip()
-    if unit not in ("s", "ms", "us", "ns"):
+    known = _EPOCH_UNITS.get(unit)
+    if known is None:
         raise TableConfigError(f"{source}: {EVENT_TIME_UNIT_KEY}={unit!r} is not one of s, ms, us, ns")
-    return unit
+    return known
 
 
 def _int(props: Mapping[str, str], key: str, source: str) -> int:
@@ -171,7 +176,7 @@ class TableConfig:
     base_file_format: str
     event_time_field: str | None
     min_event_time_header: bool
-    event_time_unit: str
+    event_time_unit: EpochUnit
     drop_partition_columns: bool
     timezone: str
 

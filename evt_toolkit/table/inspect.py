@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, BinaryIO, Literal, cast
+from typing import TYPE_CHECKING, BinaryIO, Literal
 
 import pyarrow as pa
 
@@ -106,7 +106,7 @@ class Inspect:
         """
         t = self._table
         field = event_time_field or t.config.event_time_field
-        unit = cast(EpochUnit, event_time_unit or t.config.event_time_unit)
+        unit = event_time_unit or t.config.event_time_unit
         rows: dict[str, list[object]] = {f.name: [] for f in LOG_BLOCKS_SCHEMA}
         # MIN_EVENT_TIME headers, minEventTime write stats and the recorded delete event times describe the field the
         # writers track, the table's own; a reader asking about another field must read that field's values.

@@ -167,7 +167,7 @@ def write_base_file(
     lo_et = hi_et = None
     fld = spec.event_time_field
     if fld and fld in rows.column_names and rows.num_rows:
-        unit: EpochUnit = spec.event_time_unit  # type: ignore[assignment]
+        unit: EpochUnit = spec.event_time_unit
         st = event_time_stats(rows[fld], unit, field=fld)
         lo_et, hi_et = st.min_ms, st.max_ms
     elapsed = int((time.monotonic() - started) * 1000)

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from evt_toolkit.errors import EvtError, WriteError
+from evt_toolkit.format.eventtime import EpochUnit
 from evt_toolkit.format.names import LogFileName
 from evt_toolkit.format.records import CompactionOperation
 from evt_toolkit.storage.options import StorageOptions
@@ -80,7 +81,7 @@ class WriteJobSpec:
     partition_fields: tuple[str, ...]
     ordering_field: str | None
     event_time_field: str | None
-    event_time_unit: str
+    event_time_unit: EpochUnit
     min_event_time_header: bool
     max_log_file_size: int
     table_name: str

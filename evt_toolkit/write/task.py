@@ -338,7 +338,7 @@ def prepare_batch(
             ordering_values = pa.array(np.zeros(n, dtype=np.int32))
         field = spec.event_time_field
         if field and field in data.column_names:
-            unit: EpochUnit = spec.event_time_unit  # type: ignore[assignment]
+            unit: EpochUnit = spec.event_time_unit
             event_ms = to_epoch_ms(data[field].take(keep), unit, field=field)
         else:
             event_ms = pa.nulls(n, pa.int64())
@@ -458,7 +458,7 @@ def _event_bounds(table: pa.Table, spec: WriteJobSpec) -> tuple[int | None, int 
     field = spec.event_time_field
     if not field or field not in table.column_names or table.num_rows == 0:
         return None, None
-    unit: EpochUnit = spec.event_time_unit  # type: ignore[assignment]
+    unit: EpochUnit = spec.event_time_unit
     st = event_time_stats(table[field], unit, field=field)
     return st.min_ms, st.max_ms
 
