@@ -46,7 +46,6 @@ import evt_toolkit as evt
 from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
 from evt_toolkit.compaction.strategy import UnBoundedCompactionStrategy
 from evt_toolkit.errors import PendingTableServiceError, ReadError, WriteError
-from evt_toolkit.format.names import LogFileName
 from evt_toolkit.services.clean import relative_path
 from evt_toolkit.services.clean_planner import KEEP_LATEST_COMMITS, KEEP_LATEST_FILE_VERSIONS
 from evt_toolkit.storage.fs import TableStorage
@@ -58,7 +57,7 @@ from evt_toolkit.write.task import write_file_group
 from tests.conftest import SKIP_NO_SHARED, fixture_table_path
 from tests.normalize import assert_same_rows
 from tests.safety.crash_anywhere import run_killed_at
-from tests.services import dangling_symlinks, missing_live_files
+from tests.services import missing_live_files, visible_dangling_symlinks
 
 hudi = pytest.importorskip("hudi", reason="hudi-rs (PyPI 'hudi') is a test dependency")
 
@@ -509,13 +508,7 @@ class MdtLifecycle(RuleBasedStateMachine):
             assert [f for f in live if not self.t.storage.exists(f)] == []
             return
         assert missing_live_files(self.t) == []
-        known = {i.time for i in self.t.timeline.instants}
-        visible = [
-            p
-            for p in dangling_symlinks(self.t.path)
-            if (n := LogFileName.parse(os.path.basename(p))) is None or n.base_instant in known
-        ]
-        assert visible == []
+        assert visible_dangling_symlinks(self.t) == []
 
 
 MdtLifecycle.TestCase.settings = settings(

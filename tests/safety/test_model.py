@@ -52,7 +52,7 @@ from evt_toolkit.table.timeline import COMPACTION, DELTA_COMMIT
 from tests.faults import run_child, save_batch
 from tests.normalize import assert_same_rows
 from tests.safety.model import Model, Rec
-from tests.services import dangling_symlinks, failed_write, missing_live_files
+from tests.services import failed_write, missing_live_files, visible_dangling_symlinks
 
 hudi = pytest.importorskip("hudi", reason="hudi-rs (PyPI 'hudi') is a test dependency")
 
@@ -474,15 +474,7 @@ class Lifecycle(RuleBasedStateMachine):
     @invariant()
     def nothing_needed_is_missing(self) -> None:
         assert missing_live_files(self.t) == []
-        # A schedule killed before its plan leaves links named with an instant no timeline knows: invisible, and
-        # removed once old enough (or by compaction.repair); they may dangle. No other symlink may.
-        known = {i.time for i in self.t.timeline.instants}
-        visible = [
-            p
-            for p in dangling_symlinks(self.t.path)
-            if (n := LogFileName.parse(os.path.basename(p))) is None or n.base_instant in known
-        ]
-        assert visible == []
+        assert visible_dangling_symlinks(self.t) == []
         for c in self._pending():
             try:
                 report = self.t.compaction.validate(c)
