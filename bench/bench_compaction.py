@@ -22,7 +22,6 @@ import contextlib
 import gc
 import io
 import json
-import os
 import shutil
 import tempfile
 import time
@@ -43,7 +42,7 @@ from evt_toolkit.compaction import executor as executor_mod
 from evt_toolkit.compaction.executor import run_compaction
 from evt_toolkit.compaction.merge_task import MergeResult, MergeTask
 from evt_toolkit.compaction.schedule import schedule_compaction
-from evt_toolkit.format.log_content import DECODE_CHUNK_BYTES, MIN_CHUNK_BYTES
+from evt_toolkit.format.log_content import DECODE_CHUNK_BYTES, MIN_CHUNK_BYTES, default_decode_threads
 from evt_toolkit.format.logfile import BlockType, scan_log_blocks
 from evt_toolkit.format.names import BaseFileName
 from evt_toolkit.format.records import CompactionOperation
@@ -142,12 +141,8 @@ def _container_header(schema_json: str, sync: bytes) -> bytes:
 
 
 def floor_threads() -> int:
-    """Threads the compaction decodes with when it runs in this process: the CPUs it may use (at most 8)."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        cpus = os.cpu_count() or 1
-    return max(1, min(cpus, 8))
+    """Threads the compaction decodes with when it runs in this process."""
+    return default_decode_threads()
 
 
 def floor_decode(

@@ -354,14 +354,17 @@ def _decode_pool(workers: int) -> ThreadPoolExecutor:
         return _POOL[2]
 
 
-def _workers(requested: int | None, chunks: int) -> int:
-    if requested is not None:
-        return max(1, min(requested, chunks))
+def default_decode_threads() -> int:
+    """Threads :func:`decode_avro_data_blocks` decodes on when not told: the CPUs this process may use, at most 8."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         cpus = os.cpu_count() or 1
-    return max(1, min(cpus, 8, chunks))
+    return max(1, min(cpus, 8))
+
+
+def _workers(requested: int | None, chunks: int) -> int:
+    return max(1, min(default_decode_threads() if requested is None else requested, chunks))
 
 
 def _decode_records(
@@ -681,5 +684,6 @@ __all__ = [
     "decode_data_block",
     "decode_delete_block",
     "decode_parquet_data_block",
+    "default_decode_threads",
     "read_block_records",
 ]
