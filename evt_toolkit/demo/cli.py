@@ -26,6 +26,7 @@ from rich.table import Table
 
 from evt_toolkit.demo.build import DEFAULT_DAYS, DEFAULT_WINDOW, BuildSummary, build_demo_table, build_synthetic_table
 from evt_toolkit.format.text import iso_ms
+from evt_toolkit.write.create import TABLE_VERSIONS
 
 DEFAULT_FLIGHTS_PATH = "demo_tables/flights"
 DEFAULT_SYNTHETIC_PATH = "demo_tables/synthetic"
@@ -153,7 +154,7 @@ def _common(p: argparse.ArgumentParser, default_path: str) -> None:
         "--table-version",
         type=int,
         default=6,
-        choices=[6, 8, 9],
+        choices=TABLE_VERSIONS,
         help="Hudi table version: 6 (Hudi 0.14/0.15, the default), 8 or 9 (Hudi 1.0/1.1)",
     )
     p.add_argument("--overwrite", action="store_true", help="replace a complete build made with other parameters")

@@ -21,6 +21,7 @@ from typing import Final
 
 from evt_toolkit.api import HudiTable
 from evt_toolkit.errors import TableConfigError
+from evt_toolkit.write.create import TABLE_VERSIONS
 
 #: Environment variable naming the demo table's path or URI.
 DEMO_TABLE_ENV: Final = "EVT_DEMO_TABLE"
@@ -47,7 +48,7 @@ def demo_table_version() -> int:
     raw = os.environ.get(DEMO_TABLE_VERSION_ENV, "").strip()
     if not raw:
         return 6
-    if raw not in ("6", "8", "9"):
+    if not raw.isdigit() or int(raw) not in TABLE_VERSIONS:
         raise TableConfigError(f"{DEMO_TABLE_VERSION_ENV}={raw!r}: the demo table can be built at version 6, 8 or 9")
     return int(raw)
 
