@@ -141,7 +141,7 @@ def _container_header(schema_json: str, sync: bytes) -> bytes:
 
 
 def floor_threads() -> int:
-    """Threads the compaction decodes with when it runs in this process."""
+    """CPUs the compaction uses when it runs in this process (its tasks side by side, each decoding on its share)."""
     return default_decode_threads()
 
 
@@ -151,8 +151,13 @@ def floor_decode(
     threads: int = 1,
     pool: ThreadPoolExecutor | None = None,
     min_chunk: int = MIN_CHUNK_BYTES,
+    as_decoder: bool = False,
 ) -> list[pa.Table]:
-    """The strict floor's decoding of one operation's data blocks: polars alone, no cast (see :func:`strict_floor`)."""
+    """The strict floor's decoding of one operation's data blocks: polars alone, no cast (see :func:`strict_floor`).
+
+    With a ``pool`` (or ``as_decoder``) the blocks go in containers of the size the compaction's decoder picks for
+    ``threads`` threads; otherwise in one container per writer schema.
+    """
     import polars as pl
 
     sync = b"\x5a" * 16
@@ -166,7 +171,7 @@ def floor_decode(
             by_schema.setdefault(schema, []).append([_zigzag(count), _zigzag(length - 8), body, sync])
             total += len(body)
     target = total + 1
-    if pool is not None:
+    if pool is not None or as_decoder:
         target = min(DECODE_CHUNK_BYTES, max(min_chunk, -(-total // threads)))
     chunks: list[tuple[str, list[bytes | memoryview]]] = []
     for schema, blocks_of in by_schema.items():
@@ -198,34 +203,48 @@ def strict_floor(
     with pyarrow; write the *merged* row count — what the compaction wrote for this file group — as Parquet with
     the compaction's settings (snappy, statistics) into a file. No casts, no key handling, no sort, no commit.
 
-    With ``threads`` > 1 the floor gets the cores the compaction gets: a file group's blocks are split into
-    containers of the size the compaction's decoder picks (``DECODE_CHUNK_BYTES``, at least ``MIN_CHUNK_BYTES``,
-    enough for every thread) and decoded on ``threads`` threads, polars releasing the GIL as it does for the
-    compaction. With 1, one container per writer schema and file group, decoded on the calling thread.
+    With ``threads`` > 1 the floor gets the cores the compaction gets, arranged as the compaction arranges them in
+    one process (``executor.local_task_slots``): the operations run side by side on ``min(threads, operations)``
+    workers, and each decodes on its share of the threads, its blocks in containers of the size the compaction's
+    decoder picks (``DECODE_CHUNK_BYTES``, at least ``MIN_CHUNK_BYTES``, enough for every thread); polars and the
+    Parquet writer release the GIL as they do for the compaction. With 1, the operations run one after another,
+    one container per writer schema and file group, decoded on the calling thread.
     """
     storage = t.storage
     out_dir.mkdir(parents=True, exist_ok=True)
-    pool = ThreadPoolExecutor(max_workers=threads) if threads > 1 else None  # started before the clock
+    workers = min(threads, len(ops)) if threads > 1 else 1
+    per_op = max(1, threads // workers)
+    # Pools are started before the clock.
+    inner = ThreadPoolExecutor(max_workers=per_op) if per_op > 1 else None
+    outer = ThreadPoolExecutor(max_workers=workers) if workers > 1 else None
+
+    def one(op: _FloorOp) -> None:
+        tables = floor_decode(storage, op, per_op, inner, as_decoder=threads > 1)
+        if op.base_path is not None:
+            with storage.open_input(op.base_path) as f:
+                tables.insert(0, pq.read_table(f))
+        n = rows_written.get(op.file_id, 0)
+        taken: list[pa.Table] = []
+        for tbl in tables:
+            if n <= 0:
+                break
+            taken.append(tbl.slice(0, n))
+            n -= taken[-1].num_rows
+        for i, tbl in enumerate(taken):
+            pq.write_table(tbl, out_dir / f"{op.file_id}_{i}.parquet", compression="snappy", write_statistics=True)
+
     try:
         started = time.perf_counter()
-        for op in ops:
-            tables = floor_decode(storage, op, threads, pool)
-            if op.base_path is not None:
-                with storage.open_input(op.base_path) as f:
-                    tables.insert(0, pq.read_table(f))
-            n = rows_written.get(op.file_id, 0)
-            taken: list[pa.Table] = []
-            for tbl in tables:
-                if n <= 0:
-                    break
-                taken.append(tbl.slice(0, n))
-                n -= taken[-1].num_rows
-            for i, tbl in enumerate(taken):
-                pq.write_table(tbl, out_dir / f"{op.file_id}_{i}.parquet", compression="snappy", write_statistics=True)
+        if outer is not None:
+            list(outer.map(one, ops))
+        else:
+            for op in ops:
+                one(op)
         elapsed = time.perf_counter() - started
     finally:
-        if pool is not None:
-            pool.shutdown()
+        for pool in (inner, outer):
+            if pool is not None:
+                pool.shutdown()
     shutil.rmtree(out_dir, ignore_errors=True)
     return elapsed
 
@@ -251,8 +270,12 @@ def _slice_input_bytes(storage: TableStorage, op: CompactionOperation) -> int:
 
 @contextlib.contextmanager
 def task_memory_probe(records: list[dict[str, Any]]) -> Iterator[None]:
-    """Wrap each in-process merge task: its peak resident-set growth against the bytes of its slice."""
+    """Wrap each in-process merge task: its peak resident-set growth against the bytes of its slice.
+
+    The tasks run one at a time meanwhile: the peak of tasks running side by side cannot be told apart.
+    """
     original = executor_mod.run_merge_task
+    slots = executor_mod.local_task_slots
 
     def probed(task: MergeTask) -> MergeResult:
         storage = TableStorage.from_uri(task.table_uri)
@@ -272,10 +295,12 @@ def task_memory_probe(records: list[dict[str, Any]]) -> Iterator[None]:
         return out
 
     executor_mod.run_merge_task = probed
+    executor_mod.local_task_slots = lambda tasks: 1
     try:
         yield
     finally:
         executor_mod.run_merge_task = original
+        executor_mod.local_task_slots = slots
 
 
 def _tree_bytes(path: Path) -> int:
@@ -316,25 +341,29 @@ def run_b3(root: Path, rows: int = 200_000, n_batches: int = 10, repeat: int = M
     last: dict[str, Any] = {}
     mem: dict[str, list[dict[str, Any]]] = {"partial": [], "full": []}
     link_mode = "copy"
-    for i in range(max(1, repeat)):
+
+    def scheduled(name: str) -> tuple[evt.HudiTable, Any]:
+        nonlocal link_mode
+        work = root / name
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.copytree(root / "src", work, symlinks=True)
+        t = evt.HudiTable.open(work)
+        if name == "partial":
+            link_mode = "symlink" if t.storage.supports_symlink else "copy"
+            strategy: Any = EventTimeBasedCompactionStrategy(threshold=threshold)
+            c = schedule_compaction(t, strategy, link_mode=link_mode)
+        else:
+            c = schedule_compaction(t, UnBoundedCompactionStrategy())
+        assert c is not None
+        return t, c
+
+    for _ in range(max(1, repeat)):
         for name in ("partial", "full"):
-            work = root / name
-            shutil.rmtree(work, ignore_errors=True)
-            shutil.copytree(root / "src", work, symlinks=True)
-            t = evt.HudiTable.open(work)
-            if name == "partial":
-                link_mode = "symlink" if t.storage.supports_symlink else "copy"
-                strategy: Any = EventTimeBasedCompactionStrategy(threshold=threshold)
-                c = schedule_compaction(t, strategy, link_mode=link_mode)
-            else:
-                c = schedule_compaction(t, UnBoundedCompactionStrategy())
-            assert c is not None
+            t, c = scheduled(name)
             ops = _floor_ops(t, c.instant)
-            probe: list[dict[str, Any]] = []
             gc.collect()
             cpu_start = time.process_time()
-            with task_memory_probe(probe):
-                res = run_compaction(t, c.instant)
+            res = run_compaction(t, c.instant)
             cpu[name].append(time.process_time() - cpu_start)
             times[name].append(res.duration_s)
             written = _rows_written(t, res.base_files_written)
@@ -348,13 +377,16 @@ def run_b3(root: Path, rows: int = 200_000, n_batches: int = 10, repeat: int = M
                 cpu[f"{key}_{name}"].append(time.process_time() - cpu_start)
             link_target_bytes = sum(t.storage.size(x.target_path) for x in c.links) if c.links else 0
             last[name] = {"res": res, "records": sum(o.records for o in ops), "link_target_bytes": link_target_bytes}
-            if i == repeat - 1:
-                mem[name] = probe
         if hudi_read is not None:
             cpu_start = time.process_time()
             seconds, _ = _timed_call(hudi_read)
             times["hudi_rs"].append(seconds)
             cpu["hudi_rs"].append(time.process_time() - cpu_start)
+    for name in ("partial", "full"):  # memory per task: one more, untimed run of each, its tasks one at a time
+        t, c = scheduled(name)
+        gc.collect()
+        with task_memory_probe(mem[name]):
+            run_compaction(t, c.instant)
     med = {k: spread(v) for k, v in times.items() if v}
     cmed = {k: spread(v).median for k, v in cpu.items() if v}
     res_p, res_f = last["partial"]["res"], last["full"]["res"]
@@ -409,12 +441,14 @@ def run_b3(root: Path, rows: int = 200_000, n_batches: int = 10, repeat: int = M
             if threads > 1
             else None,
             "note": "strict: read each log's bytes, polars alone decodes the data blocks, pyarrow writes the merged "
-            "row count as snappy Parquet; no merge, cast or sort. The blocks go to polars as object containers of "
-            f"the size the compaction's decoder picks, on {threads} thread(s) as the compaction gets here"
+            "row count as snappy Parquet; no merge, cast or sort. "
             + (
-                "; the one-thread floor (one container per writer schema and file group) is shown beside it"
+                f"It gets the {threads} CPUs the compaction gets here, arranged as the compaction's tasks are: the "
+                f"file groups {threads} at a time side by side, each decoding its blocks in object containers of the "
+                "size the compaction's decoder picks; the one-thread floor (file groups one after another, one "
+                "container per writer schema and file group) is shown beside it"
                 if threads > 1
-                else ""
+                else "The blocks go to polars as one object container per writer schema and file group"
             ),
         },
         "hudi_rs_read": {

@@ -424,8 +424,8 @@ def to_markdown(s: dict[str, Any]) -> str:
             "CPU-time ratios (medians of the process CPU time, for information): "
             + ", ".join(f"`{k}` = {v}" for k, v in b.get("cpu_ratios", {}).items()),
             "",
-            "Peak memory per task of the last repeat (resident-set growth during the task) against the bytes of its "
-            "input slice:",
+            "Peak memory per task (resident-set growth during the task) against the bytes of its input slice, from "
+            "one more, untimed run of each plan with its tasks one at a time:",
             "",
             "| run | tasks | slice input (min / median / max) | peak growth (min / median / max) "
             "| peak / input (max) |",

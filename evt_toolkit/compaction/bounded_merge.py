@@ -33,6 +33,7 @@ import functools
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -214,12 +215,18 @@ class _Allocators:
 
     _libc: Any = None
     _mmap_set = False
-
-    def __init__(self) -> None:
-        self.previous: pa.MemoryPool | None = None
+    # The memory pool is the process's: tasks running side by side share one switch, the last one out restores it.
+    _lock = threading.Lock()
+    _users = 0
+    _previous: pa.MemoryPool | None = None
 
     def __enter__(self) -> _Allocators:
         cls = type(self)
+        with cls._lock:
+            if cls._users == 0:
+                cls._previous = pa.default_memory_pool()
+                pa.set_memory_pool(pa.system_memory_pool())
+            cls._users += 1
         if cls._libc is None:
             try:
                 import ctypes
@@ -232,13 +239,15 @@ class _Allocators:
         if cls._libc and not cls._mmap_set:
             cls._libc.mallopt(_M_MMAP_THRESHOLD, 1 << 20)
             cls._mmap_set = True
-        self.previous = pa.default_memory_pool()
-        pa.set_memory_pool(pa.system_memory_pool())
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self.previous is not None:
-            pa.set_memory_pool(self.previous)
+        cls = type(self)
+        with cls._lock:
+            cls._users -= 1
+            if cls._users == 0 and cls._previous is not None:
+                pa.set_memory_pool(cls._previous)
+                cls._previous = None
         self.trim()
 
     def trim(self) -> None:

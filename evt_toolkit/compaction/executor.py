@@ -39,10 +39,11 @@ import json
 import posixpath
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from evt_toolkit.compaction.bounded_merge import SPILL_PATH_KEY, configured_memory_budget
+from evt_toolkit.compaction.bounded_merge import SPILL_PATH_KEY, MemoryBudget, configured_memory_budget
 from evt_toolkit.compaction.merge_task import (
     FaultHook,
     MergeResult,
@@ -57,6 +58,7 @@ from evt_toolkit.errors import CompactionExecutionError, EvtError, PlanValidatio
 from evt_toolkit.faults import fault_point
 from evt_toolkit.format.extra_metadata import COMPACTION_LINKS
 from evt_toolkit.format.links import Link, encode_commit_links
+from evt_toolkit.format.log_content import default_decode_threads
 from evt_toolkit.format.names import COMPLETED, INFLIGHT, LogFileName
 from evt_toolkit.format.ownership import BASE, CARRY_OVER, LINK, RUN, SCHEDULE, OwnedFile
 from evt_toolkit.format.records import CommitMetadata, CompactionPlan, WriteStat
@@ -65,6 +67,7 @@ from evt_toolkit.read.plan import ReadSpec
 from evt_toolkit.storage.fs import FileEntry
 from evt_toolkit.storage.links import check_link, create_link
 from evt_toolkit.storage.ownership import drop_ownership, owned_files, record_ownership
+from evt_toolkit.table.fs_view import FileGroup
 from evt_toolkit.table.guards import TABLE_SERVICE_VERSIONS, has_metadata_table, require_writable
 from evt_toolkit.table.table import Table
 from evt_toolkit.table.timeline import COMMIT, COMPACTION, Instant
@@ -176,52 +179,73 @@ def old_slice_logs(
     partition's listing for the caller's next operations (one LIST per partition, not per operation).
     """
     if table.config.timeline_layout >= 2:
-        if compaction_instant is None:
-            raise PlanValidationError(f"{table.storage.uri}: the old slice of a 1.x compaction needs its instant")
-        timeline = table.timeline
-        for group in table.view.file_groups(include_pending_compaction=False):
-            if group.partition_path != partition or group.file_id != file_id:
-                continue
-            for s in group.slices:
-                if s.base_instant == base_instant:
-                    return [
-                        lf.name
-                        for lf in s.log_files
-                        if (timeline.completion_time(lf.instant) or lf.instant) < compaction_instant
-                    ]
-        return []
+        return _SliceLogs(table, compaction_instant).logs(partition, file_id, base_instant, [])
     files = listings.get(partition) if listings is not None else None
     if files is None:
         files, _ = table.storage.list_dir(partition)
         if listings is not None:
             listings[partition] = files
-    found = []
-    for e in files:
-        parsed = LogFileName.parse(e.name)
-        if (
-            parsed
-            and parsed.extension == "log"
-            and not parsed.suffix
-            and parsed.file_id == file_id
-            and parsed.base_instant == base_instant
-        ):
-            found.append(parsed)
-    found.sort(key=lambda p: p.sort_key())
-    return [p.name for p in found]
+    return _SliceLogs(table, compaction_instant).logs(partition, file_id, base_instant, files)
 
 
-def overlapping_writes(table: Table, partition: str, file_id: str, compaction_instant: str) -> list[str]:
+def _old_slice_logs_1x(table: Table, group: FileGroup, base_instant: str, compaction: str) -> list[str]:
+    timeline = table.timeline
+    for s in group.slices:
+        if s.base_instant == base_instant:
+            return [lf.name for lf in s.log_files if (timeline.completion_time(lf.instant) or lf.instant) < compaction]
+    return []
+
+
+class _SliceLogs:
+    """:func:`old_slice_logs` for every operation of a plan, each partition's names parsed once (each file group's
+    slices found once on 1.x) rather than once per operation."""
+
+    def __init__(self, table: Table, compaction_instant: str | None) -> None:
+        self.table, self.instant = table, compaction_instant
+        self._v6: dict[str, dict[tuple[str, str], list[str]]] = {}
+        self._groups: dict[tuple[str, str], FileGroup] | None = None
+
+    def logs(self, partition: str, file_id: str, base_instant: str, files: list[FileEntry]) -> list[str]:
+        if self.table.config.timeline_layout >= 2:
+            if self.instant is None:
+                uri = self.table.storage.uri
+                raise PlanValidationError(f"{uri}: the old slice of a 1.x compaction needs its instant")
+            if self._groups is None:
+                self._groups = {
+                    (g.partition_path, g.file_id): g
+                    for g in self.table.view.file_groups(include_pending_compaction=False)
+                }
+            group = self._groups.get((partition, file_id))
+            return [] if group is None else _old_slice_logs_1x(self.table, group, base_instant, self.instant)
+        index = self._v6.get(partition)
+        if index is None:
+            found: dict[tuple[str, str], list[LogFileName]] = {}
+            for e in files:
+                parsed = LogFileName.parse(e.name)
+                if parsed and parsed.extension == "log" and not parsed.suffix:
+                    found.setdefault((parsed.file_id, parsed.base_instant), []).append(parsed)
+            index = self._v6[partition] = {
+                k: [p.name for p in sorted(v, key=lambda p: p.sort_key())] for k, v in found.items()
+            }
+        return list(index.get((file_id, base_instant), []))
+
+
+def overlapping_writes(
+    table: Table, partition: str, file_id: str, compaction_instant: str, files: list[FileEntry] | None = None
+) -> list[str]:
     """Logs of a file group written by a deltacommit requested before ``C`` that is pending or completed after ``C``.
 
     Fence 2 of docs/hudi-1x.md §4.4 (1.x only): by name order such a log replays *before* the links named ``C``
     once it joins slice ``C``, so the leftovers would overwrite its newer data. The operator lets it complete and
-    runs the plan again after rolling it back, or unschedules the plan.
+    runs the plan again after rolling it back, or unschedules the plan. ``files`` is the partition's listing when
+    the caller just took one.
     """
     if table.config.timeline_layout < 2:
         return []
     timeline = table.timeline
     pending = {i.time for i in timeline.pending()}
-    files, _ = table.storage.list_dir(partition)
+    if files is None:
+        files = table.storage.list_dir(partition)[0]
     out = []
     for e in files:
         parsed = LogFileName.parse(e.name)
@@ -250,16 +274,22 @@ def validate_plan_files(table: Table, plan: CompactionPlan, instant: str | None 
     storage = table.storage
     problems: list[str] = []
     listings: dict[str, list[FileEntry]] = {}
+    present: dict[str, set[str]] = {}
+    slices = _SliceLogs(table, instant)
     for op in plan.operations:
         partition = op.partition_path
         fid = op.file_id
         data_file = op.data_file
-        actual = old_slice_logs(table, partition, fid, op.base_instant, instant, listings=listings)
-        if data_file and not storage.exists(_rel(partition, data_file)):
+        if partition not in listings:  # one listing per partition proves every file of its operations present
+            listings[partition] = storage.list_dir(partition)[0]
+            present[partition] = {e.name for e in listings[partition]}
+        names = present[partition]
+        actual = slices.logs(partition, fid, op.base_instant, listings[partition])
+        if data_file and data_file not in names:
             problems.append(f"base file {storage.full_path(_rel(partition, data_file))} is missing")
         deltas = list(op.delta_files)
         for d in deltas:
-            if not storage.exists(_rel(partition, d)):
+            if d not in names:
                 problems.append(f"log file {storage.full_path(_rel(partition, d))} is missing")
         targets = [x.target for x in op.links]
         planned = deltas + targets
@@ -274,7 +304,7 @@ def validate_plan_files(table: Table, plan: CompactionPlan, instant: str | None 
                 f"file group {fid} in {partition!r}: logs {extra} of the slice are neither compacted nor linked"
             )
         if instant is not None:
-            for path in overlapping_writes(table, partition, fid, instant):
+            for path in overlapping_writes(table, partition, fid, instant, listings[partition]):
                 problems.append(
                     f"log {storage.full_path(path)} of file group {fid} was written by a deltacommit requested before "
                     f"compaction {instant} that is still pending or completed after it: it would replay before the "
@@ -316,18 +346,11 @@ def _run_tasks(
 ) -> list[MergeResult]:
     total = len(tasks)
     if spark is not None:
-        # A Spark task may use the cores Spark reserves for it; locally the tasks run one after another and
-        # each may decode on every core.
+        # A Spark task may use the cores Spark reserves for it (locally, see _run_tasks_here).
         threads = int(spark.sparkContext.getConf().get("spark.task.cpus", "1") or 1)
         tasks = [replace(t, decode_threads=threads) for t in tasks]
     if spark is None:
-        results = []
-        for i, task in enumerate(tasks):
-            results.append(run_merge_task(task))
-            fault_point("run.after_task")
-            if progress is not None:
-                progress(ProgressEvent("tasks", i + 1, total, f"compacted file group {task.file_id}"))
-        return results
+        return _run_tasks_here(tasks, progress)
     sc = spark.sparkContext
     rdd = sc.parallelize(tasks, numSlices=max(1, total)).map(run_merge_task)
     try:
@@ -343,6 +366,54 @@ def _run_tasks(
         lines = [ln for ln in text.splitlines() if "Error:" in ln or "error" in ln.lower()]
         detail = next((ln.strip() for ln in lines if "evt_toolkit" in ln), lines[0].strip() if lines else text[:500])
         raise CompactionExecutionError(f"a compaction task failed on Spark: {detail}") from exc
+
+
+def local_task_slots(tasks: int) -> int:
+    """Tasks a run without Spark runs side by side: one per CPU this process may use, at most one per task."""
+    return max(1, min(default_decode_threads(), tasks))
+
+
+def _run_tasks_here(tasks: list[MergeTask], progress: ProgressCallback | None) -> list[MergeResult]:
+    """Run the tasks in this process, :func:`local_task_slots` at a time, as an executor with that many cores would.
+
+    Each task decodes on its share of the CPUs and, unless a budget is configured, gets its share of the default
+    memory budget. Decoding, compressing and writing release the GIL, so side-by-side tasks overlap what one task
+    leaves single-threaded (reducing by key, writing its base file). Results come back in completion order; the
+    first failure cancels the tasks not yet started and is raised once the running ones stop.
+    """
+    total = len(tasks)
+    slots = local_task_slots(total)
+    results: list[MergeResult] = []
+
+    def finished(done: int, result: MergeResult) -> None:
+        results.append(result)
+        fault_point("run.after_task")
+        if progress is not None:
+            progress(ProgressEvent("tasks", done, total, f"compacted file group {result.file_id}"))
+
+    if slots == 1:
+        for i, task in enumerate(tasks):
+            finished(i + 1, run_merge_task(task))
+        return results
+    share = MemoryBudget.resolve(None).total // slots
+    tasks = [
+        replace(
+            t,
+            decode_threads=t.decode_threads or max(1, default_decode_threads() // slots),
+            memory_budget=t.memory_budget if t.memory_budget is not None else share,
+        )
+        for t in tasks
+    ]
+    with ThreadPoolExecutor(max_workers=slots, thread_name_prefix="evt-compaction-task") as pool:
+        futures = [pool.submit(run_merge_task, t) for t in tasks]
+        try:
+            for done, future in enumerate(as_completed(futures), 1):
+                finished(done, future.result())
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            raise
+    return results
 
 
 def ensure_plan_links(table: Table, instant: str, links: list[Link], timing: str) -> int:
@@ -396,7 +467,7 @@ def run_compaction(
     Args:
         table: the table.
         instant: the compaction instant ``C``.
-        spark: run one Spark task per operation; ``None`` runs them in this process.
+        spark: run one Spark task per operation; ``None`` runs them in this process, one per CPU side by side.
         progress: called with :class:`ProgressEvent` s (``links``, ``tasks`` per finished operation, ``commit``).
         exact_split: keep records with event time > T out of the new base files (carried over instead); a plan
             scheduled with ``exact_split=True`` splits whatever this flag says.
@@ -470,7 +541,8 @@ def run_compaction(
     # task read its slice can change the task's decision (docs/data-safety.md §2).
     if (spec.merge_mode == EVENT_TIME and spec.ordering_field) or any(r.ct_sensitive_keys for r in results):
         for _round in range(_MAX_RERUNS):
-            again = [t for t, r in zip(tasks, results, strict=True) if landed_logs_matter(t, r, storage)]
+            listings: dict[str, list[FileEntry]] = {}  # one listing per partition and round, after every task
+            again = [t for t, r in zip(tasks, results, strict=True) if landed_logs_matter(t, r, storage, listings)]
             if not again:
                 break
             reruns += len(again)

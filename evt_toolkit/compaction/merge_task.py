@@ -199,27 +199,29 @@ def _rel(partition: str, name: str) -> str:
     return posixpath.join(partition, name) if partition else name
 
 
-def _log_file(storage: TableStorage, partition: str, name: str) -> LogFile:
+def _log_file(storage: TableStorage, partition: str, name: str, sizes: dict[str, int]) -> LogFile:
+    """The plan's log ``name``; ``sizes`` (name -> size) is the partition's listing, taken after the plan."""
     parsed = LogFileName.parse(name)
     rel = _rel(partition, name)
     if parsed is None or parsed.extension != "log":
         raise PlanValidationError(f"plan lists {rel!r} as a log file, but it is not a log file name")
-    if not storage.exists(rel):
+    size = sizes.get(name)
+    if size is None:
         raise PlanValidationError(f"log file {storage.full_path(rel)} of the compaction plan is missing")
-    size = storage.size(rel)
     return LogFile(
         rel, name, parsed.file_id, parsed.base_instant, parsed.version, parsed.write_token, parsed.suffix, size
     )
 
 
-def _base_file(storage: TableStorage, partition: str, name: str) -> BaseFile:
+def _base_file(storage: TableStorage, partition: str, name: str, sizes: dict[str, int]) -> BaseFile:
     parsed = BaseFileName.parse(name)
     rel = _rel(partition, name)
     if parsed is None:
         raise PlanValidationError(f"plan lists {rel!r} as a base file, but it is not a base file name")
-    if not storage.exists(rel):
+    size = sizes.get(name)
+    if size is None:
         raise PlanValidationError(f"base file {storage.full_path(rel)} of the compaction plan is missing")
-    return BaseFile(rel, name, parsed.file_id, parsed.instant, parsed.write_token, storage.size(rel))
+    return BaseFile(rel, name, parsed.file_id, parsed.instant, parsed.write_token, size)
 
 
 def later_logs(
@@ -310,17 +312,32 @@ def _later_facts(ctx: SliceReadContext, logs: list[LogFile], need_keys: bool) ->
     return keys, ct_keys
 
 
-def landed_logs_matter(task: MergeTask, result: MergeResult, storage: TableStorage) -> bool:
+def landed_logs_matter(
+    task: MergeTask, result: MergeResult, storage: TableStorage, listings: dict[str, list[FileEntry]] | None = None
+) -> bool:
     """Whether logs that landed in the new slice after the task read it could change the task's decision.
 
     Only commit-time deletes in them, or any record of a key the task compacted past a delete of its base row
     (:attr:`CarryOverDecision.ct_sensitive_keys`), can; other upserts and deletes with an ordering value cannot.
+    ``listings`` (partition -> files) shares one listing per partition between the tasks of one check; it must be
+    taken after every task it serves finished reading.
     """
+    partition = task.partition_path
+    listing = listings.get(partition) if listings is not None else None
+    if listing is None:
+        listing = storage.list_dir(partition)[0]
+        if listings is not None:
+            listings[partition] = listing
     seen = set(result.later_logs)
     landed = [
         lf
         for lf in later_logs(
-            storage, task.partition_path, task.file_id, task.instant, named_by_deltacommit=_named_by_deltacommit(task)
+            storage,
+            partition,
+            task.file_id,
+            task.instant,
+            named_by_deltacommit=_named_by_deltacommit(task),
+            listing=listing,
         )
         if (lf.name, lf.size) not in seen
     ]
@@ -607,10 +624,12 @@ def run_merge_task(task: MergeTask) -> MergeResult:
     carry_name = carry_over_name(task.file_id, task.instant, task.index)
     if not task.outputs_recorded:
         record_ownership(storage, task.instant, RUN, f"task-{task.index}", task_outputs(task))
-    listing, _ = storage.list_dir(partition)  # one listing gives every size below (object stores: no HEAD per file)
-    logs = tuple(_log_file(storage, partition, n) for n in op.delta_files)
+    # One listing proves every file of the operation present and gives its size (no HEAD, no stat per file).
+    listing, _ = storage.list_dir(partition)
+    sizes = {e.name: e.size for e in listing}
+    logs = tuple(_log_file(storage, partition, n, sizes) for n in op.delta_files)
     data_file = op.data_file
-    base_file = _base_file(storage, partition, str(data_file)) if data_file else None
+    base_file = _base_file(storage, partition, str(data_file), sizes) if data_file else None
     later = later_logs(
         storage,
         partition,

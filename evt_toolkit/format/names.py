@@ -9,6 +9,7 @@ Mirrors ``FSUtils``, ``HoodieBaseFile``, ``HoodieLogFile`` and the timeline file
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -155,11 +156,7 @@ class LogFileName:
         Args:
             name: a bare file name (no directory).
         """
-        m = _LOG_FILE_RE.match(name)
-        if m is None:
-            return None
-        file_id, base_instant, extension, version, token, suffix = m.groups()
-        return cls(file_id, base_instant, extension, int(version), token, suffix or "")
+        return _parse_log_file_name(name)
 
     def sort_key(self) -> tuple[str, int, tuple[int, str], str]:
         """Ascending order of ``HoodieLogFile.LogFileComparator``.
@@ -168,6 +165,17 @@ class LogFileName:
         """
         token_key = (0, "") if self.write_token is None else (1, self.write_token)
         return (self.base_instant, self.version, token_key, self.suffix)
+
+
+# A table's names are parsed again by every listing that meets them (planning, validation, each task, the landed-write
+# check); the records are frozen, so one parse per name serves them all.
+@functools.lru_cache(maxsize=1 << 16)
+def _parse_log_file_name(name: str) -> LogFileName | None:
+    m = _LOG_FILE_RE.match(name)
+    if m is None:
+        return None
+    file_id, base_instant, extension, version, token, suffix = m.groups()
+    return LogFileName(file_id, base_instant, extension, int(version), token, suffix or "")
 
 
 # InstantFileNameParserV2.NAME_FORMAT (V1 is the same without the completion part).

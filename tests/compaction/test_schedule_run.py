@@ -338,3 +338,37 @@ def test_spark_run_equals_local_and_survives_task_failure(tmp_path: Path, spark:
     same(snapshot(remote), before, "spark run")
     same(remote.read("read_optimized"), local.read("read_optimized"), "spark RO == local RO")
     same(hudi_rs(remote.path), before, "hudi-rs after spark run")
+
+
+def test_tasks_side_by_side_equal_tasks_one_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without Spark the tasks run side by side, one per CPU: the answers are those of one task at a time."""
+    from evt_toolkit.compaction import executor
+
+    one = _built(tmp_path / "one", "event_time")
+    two = _built(tmp_path / "two", "event_time")
+    before = snapshot(two)
+    c_one = schedule_compaction(one, _strategy())
+    c_two = schedule_compaction(two, _strategy())
+    assert c_one is not None and c_two is not None and c_two.operations > 2
+    threads: set[str] = set()
+    events: list[ProgressEvent] = []
+
+    def seen(task: Any, stage: str) -> None:
+        import threading
+
+        threads.add(threading.current_thread().name)
+
+    monkeypatch.setattr(executor, "local_task_slots", lambda tasks: 1)
+    run_compaction(one, c_one.instant, fault_hook=seen)
+    assert threads == {"MainThread"}
+    threads.clear()
+    monkeypatch.setattr(executor, "local_task_slots", lambda tasks: min(2, tasks))
+    res = run_compaction(two, c_two.instant, fault_hook=seen, progress=events.append)
+    assert len(threads) == 2 and all(n.startswith("evt-compaction-task") for n in threads)
+    done = [e for e in events if e.stage == "tasks"]
+    assert [e.done for e in done] == list(range(1, c_two.operations + 1))
+    assert res.operations == c_two.operations
+    same(snapshot(two), before, "side by side")
+    same(two.read("read_optimized"), one.read("read_optimized"), "RO side by side == one at a time")
+    same(hudi_rs(two.path), before, "hudi-rs after a side-by-side run")
+    assert validate_compaction(two, c_two.instant).ok

@@ -306,3 +306,15 @@ def test_default_budget_is_capped_at_the_slice(
     assert spills and all(p >= 2 for p in spills)
     same(snapshot(capped), before, "snapshot unchanged")
     same(capped.read("read_optimized"), t.read("read_optimized"), "RO equal with and without the cap")
+
+
+def test_allocator_switch_is_shared_by_tasks_side_by_side() -> None:
+    """Two tasks switching Arrow's pool at once: the first one out leaves it switched, the last restores it."""
+    original = pa.default_memory_pool()
+    a = bounded_merge._Allocators().__enter__()
+    b = bounded_merge._Allocators().__enter__()
+    assert pa.default_memory_pool().backend_name == pa.system_memory_pool().backend_name
+    a.__exit__()
+    assert pa.default_memory_pool().backend_name == pa.system_memory_pool().backend_name
+    b.__exit__()
+    assert pa.default_memory_pool().backend_name == original.backend_name
