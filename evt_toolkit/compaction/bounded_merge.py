@@ -9,12 +9,15 @@ column-wise:
    made comparable across blocks exactly as :func:`~evt_toolkit.read.slice_reader.decode_blocks` does.
 2. Data blocks are read and decoded in batches of about :attr:`MemoryBudget.batch_bytes` of content
    (:func:`~evt_toolkit.format.log_content.decode_avro_data_blocks`: one object container and one cast per chunk,
-   chunks decoded on threads since polars releases the GIL), and each batch is reduced at once to the latest record
-   per key with :func:`~evt_toolkit.read.merge.latest_per_key` (hashing, no string sort). The reduced batches form
-   the *key state*, reduced again whenever it has doubled since its last reduction.
-3. When the key state outgrows :attr:`MemoryBudget.state_bytes`, it is written to Arrow IPC files under a
+   chunks decoded on threads since polars releases the GIL). The decoded batches form the *key state*, reduced to
+   the latest record per key with :func:`~evt_toolkit.read.merge.latest_per_key` (hashing, no string sort) only
+   when it reaches :attr:`MemoryBudget.state_bytes` and once at the end: each record is reduced about once, not
+   once per batch and again with the state (B3 large: 5.7 million records reduced for 4.5 million log records,
+   instead of 8.9 million).
+3. When the reduced key state still outgrows :attr:`MemoryBudget.state_bytes`, it is written to Arrow IPC files under a
    temporary directory, one per hash partition of the record key (``P`` partitions sized so that one fits the
-   budget); so is every later batch once its buffer fills, and the base file's rows, row group by row group.
+   budget); so is every later batch (reduced first) once its buffer fills, and the base file's rows, row group by
+   row group.
 4. Each partition is then merged on its own with the base rows of the same partition
    (:meth:`BoundedSliceMerge.parts`): a key lives in exactly one partition, so every per-key decision the task
    takes (:mod:`~evt_toolkit.compaction.carry_over`) is the same as over the whole slice.
@@ -602,8 +605,12 @@ class BoundedSliceMerge:
         parts += del_parts
         self.totals.batches += 1
         if parts:
-            reduced, exact = _reduce_checked(pa.concat_tables(parts), ctx.merge_mode)
-            self._add(reduced, read_bytes, exact)
+            batch = pa.concat_tables(parts)
+            if self._spill is not None:
+                reduced, exact = _reduce_checked(batch, ctx.merge_mode)
+                self._add(reduced, read_bytes, exact)
+            else:
+                self._add(batch, read_bytes, False)
         self._trim()
         return seq
 
@@ -617,8 +624,6 @@ class BoundedSliceMerge:
             if self._state_bytes >= limit:
                 self._spill_state()
             return
-        if self._state_bytes > 2 * max(self._reduced_bytes, self.budget.batch_bytes):
-            self._reduce_state()
         if self._state_bytes + self._base_bytes > limit:
             self._reduce_state()
             if self._state_bytes + self._base_bytes > limit:

@@ -318,3 +318,56 @@ def test_allocator_switch_is_shared_by_tasks_side_by_side() -> None:
     assert pa.default_memory_pool().backend_name == pa.system_memory_pool().backend_name
     b.__exit__()
     assert pa.default_memory_pool().backend_name == original.backend_name
+
+
+@pytest.mark.parametrize("merge_mode", ["commit_time", "event_time"])
+@pytest.mark.parametrize(("state_limit", "reduced_in_memory"), [(32 << 10, True), (1 << 20, False)])
+def test_batch_by_batch_in_memory_equals_one_batch(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    spills: list[int],
+    merge_mode: str,
+    state_limit: int,
+    reduced_in_memory: bool,
+) -> None:
+    """Every block its own batch, the batches kept as decoded until the key state reaches its limit: reduced there
+    (32 KiB here) or only once at the end (1 MiB), never spilled; the outputs are the one-batch task's."""
+    src = tmp_path / "src"
+    _rich_history(create(src, merge_mode))
+    before = snapshot(evt.HudiTable.open(src))
+    plain_c, batched_c = _run_both(src, tmp_path, UnBoundedCompactionStrategy())
+    shutil.rmtree(tmp_path / "spilled")  # the copy _run_both prepares with a 1-byte budget is not used here
+    plain = evt.HudiTable.open(tmp_path / "plain")
+    run_compaction(plain, plain_c)
+    shutil.copytree(tmp_path / "scheduled", tmp_path / "batched", symlinks=True)
+    batched = evt.HudiTable.open(tmp_path / "batched")
+    flushes: list[int] = []
+    reductions: list[int] = []
+    flush, reduce_state = bounded_merge.BoundedSliceMerge._flush, bounded_merge.BoundedSliceMerge._reduce_state
+
+    def counted_flush(self: bounded_merge.BoundedSliceMerge, *args: object) -> int:
+        flushes.append(1)
+        return flush(self, *args)  # type: ignore[arg-type]
+
+    def counted_reduce(self: bounded_merge.BoundedSliceMerge) -> None:
+        reductions.append(len(self._state))
+        reduce_state(self)
+
+    monkeypatch.setattr(bounded_merge.BoundedSliceMerge, "_flush", counted_flush)
+    monkeypatch.setattr(bounded_merge.BoundedSliceMerge, "_reduce_state", counted_reduce)
+    monkeypatch.setattr(bounded_merge.MemoryBudget, "batch_bytes", property(lambda self: 1))
+    monkeypatch.setattr(bounded_merge.MemoryBudget, "state_bytes", property(lambda self: state_limit))
+    spills.clear()
+    run_compaction(batched, batched_c)
+    assert not spills, "the key state stayed in memory"
+    assert len(flushes) > len(_outputs(plain, plain_c)[0]), "several batches per task"
+    assert bool(reductions) is reduced_in_memory, reductions
+    assert all(n > 1 for n in reductions), "a reduction merges several decoded batches"
+    pb, pcarry = _outputs(plain, plain_c)
+    bb, bcarry = _outputs(batched, batched_c)
+    assert sorted(pb) == sorted(bb) and pb
+    for name in pb:
+        assert pb[name].equals(bb[name]), f"{name}: rows differ from the one-batch task's"
+    assert pcarry == bcarry
+    same(snapshot(batched), before, "snapshot unchanged")
+    same(hudi_rs(str(batched.path)), before, "hudi-rs reads the table as before")
