@@ -64,7 +64,13 @@ def _execute(table_path: Path, workdir: Path) -> dict[str, Any]:
         allow_errors=False,
         resources={"metadata": {"path": str(workdir)}},
     )
-    client.execute(env=env)
+    try:
+        client.execute(env=env)
+    finally:
+        # nbclient shuts down only the kernels it creates: one handed to it stays up until this process ends (a
+        # graceful shutdown, so that the kernel's exit handlers run).
+        if km.has_kernel:
+            km.shutdown_kernel()
     return dict(nb)
 
 

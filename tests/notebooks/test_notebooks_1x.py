@@ -41,9 +41,15 @@ def _execute(name: str, workdir: Path, env: dict[str, str]) -> str:
 
     nb = nbformat.read(REPO_ROOT / "notebooks" / f"{name}.ipynb", as_version=4)
     km = KernelManager(kernel_name="python3", transport="ipc", connection_file=str(workdir / f"{name}.json"))
-    NotebookClient(
-        nb, km=km, timeout=CELL_TIMEOUT_S, allow_errors=False, resources={"metadata": {"path": str(workdir)}}
-    ).execute(env=env)
+    try:
+        NotebookClient(
+            nb, km=km, timeout=CELL_TIMEOUT_S, allow_errors=False, resources={"metadata": {"path": str(workdir)}}
+        ).execute(env=env)
+    finally:
+        # nbclient shuts down only the kernels it creates: one handed to it stays up until this process ends (a
+        # graceful shutdown, so that the kernel's exit handlers run).
+        if km.has_kernel:
+            km.shutdown_kernel()
     return "\n".join(
         out["text"] for cell in nb.cells if cell.cell_type == "code" for out in cell.outputs if out.get("text")
     )
