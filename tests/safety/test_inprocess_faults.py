@@ -197,7 +197,7 @@ class InProcessFaults(Lifecycle):
             if threshold is None
             else EventTimeBasedCompactionStrategy(threshold=threshold)
         )
-        kwargs = {
+        kwargs: dict[str, Any] = {
             "link_mode": "symlink" if pick % 2 else "copy",
             "link_timing": "execute" if pick % 4 >= 2 else "schedule",
             "exact_split": threshold is not None and pick % 3 == 0,
