@@ -349,6 +349,15 @@ def _execute(
         rollback_metadata_instant(table, target, rollback_instant)
     to_delete = [p for r in requests for p in r.files_to_delete]
     deleted = delete_files(storage, to_delete)
+    # A file of the target left on storage would outlive the rollback and be read again once the active timeline
+    # starts after the target (isBeforeTimelineStarts: an instant older than the first completed write counts as
+    # archived, so committed). The rollback stays pending instead, and rolling the target back again resumes it.
+    left = [p for p in to_delete if p not in deleted and storage.lexists(p)]
+    if left:
+        raise RollbackError(
+            f"rollback {rollback_instant} of {target} could not delete {len(left)} file(s), e.g. "
+            f"{storage.full_path(left[0])}; it stays pending: roll back {target} again to finish it"
+        )
     fault_point("rollback.after_delete")
     listing = list_table_files(storage)
     command_logs: dict[str, tuple[str, int]] = {}
