@@ -7,12 +7,16 @@ instant (``isBeforeTimelineStarts``) and read its records back. So a rollback wh
 fails (a disk error, an object store answering 500) must fail and stay pending, to be resumed, instead of completing
 with the file left behind; the documented recovery (roll back again) then finishes it.
 
+The same holds for a file of ``W`` that no record owns (a stock 1.x writer's log without a marker): the rollback
+deletes every file named with ``W`` on 1.x tables, as Hudi's ``ListingBasedRollbackStrategy`` does.
+
 Checked on table versions 6 and 9, against the oracle (a dict of what was committed) with our reader and hudi-rs.
 """
 
 from __future__ import annotations
 
 import contextlib
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +27,8 @@ import pytest
 import evt_toolkit as evt
 from evt_toolkit.errors import EvtError, StorageError
 from evt_toolkit.storage.fs import TableStorage
+from tests.conftest import SKIP_NO_SHARED, fixture_table_path
+from tests.normalize import assert_same_rows
 from tests.services import failed_write
 from tests.tables import COLUMNS, create, hudi_rs, rows, same
 
@@ -89,3 +95,29 @@ def test_a_rolled_back_write_stays_gone_when_the_timeline_start_moves_past_it(tm
     t.write(later)
     same(t.refresh().read(), _expected(later), "snapshot after the next write")
     same(hudi_rs(t.path), _expected(later), "hudi-rs after the next write")
+
+
+@SKIP_NO_SHARED
+def test_a_stock_failed_write_without_markers_stays_gone_when_the_timeline_start_moves_past_it(
+    tmp_path: Path,
+) -> None:
+    """A stock 1.x write that failed leaving a log named with its instant and no marker (``mor_table_uncommitted_
+    log_v9``): rolled back, then the writes around it rolled back too, the next write must not bring its records
+    back (ours nor hudi-rs)."""
+    dst = tmp_path / "t"
+    shutil.copytree(fixture_table_path("mor_table_uncommitted_log_v9"), dst, symlinks=True)
+    for p in [dst, *dst.rglob("*")]:
+        p.chmod(p.stat().st_mode | 0o200)
+    t = evt.HudiTable.open(dst)
+    snap = t.read()
+    failed = [i.time for i in t.timeline.inflight_writes()]
+    assert failed, "the fixture holds a failed write"
+    for w in failed:
+        t.rollback(w)
+    while t.refresh().timeline.completed_commits():
+        t.rollback(t.timeline.completed_commits()[-1].time)
+    user = [f.name for f in snap.schema if not f.name.startswith("_hoodie")]
+    row = snap.slice(0, 1).select(user)
+    t.write(row, options={"hoodie.index.type": "SIMPLE"})
+    assert_same_rows(t.refresh().read(), row, user, "after the next write: only its row")
+    assert_same_rows(hudi_rs(str(dst)), row, user, "hudi-rs after the next write: only its row")
