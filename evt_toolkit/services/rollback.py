@@ -102,8 +102,8 @@ class RollbackResult:
         timeline_files_removed: the rolled-back instant's timeline files deleted.
         plan_requested_again: a compaction's plan is requested again (it can run again).
         resumed: a rollback left pending earlier was finished.
-        unowned: 1.x only: files named with the rolled-back instant that no record owns, left in place (readers
-            ignore them: their instant never completed) and reported instead of deleted (docs/hudi-1x.md §5).
+        unowned: 1.x only: files named with the rolled-back instant that no record owned, deleted by the name rule
+            with the others (docs/hudi-1x.md §5).
     """
 
     instant: str
@@ -505,13 +505,14 @@ def _compaction_requests(table: Table, inst: Instant, listing: Listing) -> list[
 
 
 def _deltacommit_requests_v2(table: Table, inst: Instant, listing: Listing) -> tuple[list[RollbackRequest], list[str]]:
-    """1.x: ``(requests deleting the recorded files named with W, files named W that nothing records)``.
+    """1.x: ``(requests deleting every file named with W, those of them that nothing records)``.
 
     A 1.x deltacommit ``W`` writes only new files named with ``W`` (logs ``.{fid}_{W}.log.*``, base files
-    ``*_{W}.parquet``), so Hudi rolls it back by deleting them, with no command block (``ListingBasedRollbackStrategy``,
-    docs/hudi-1x.md §5). The toolkit deletes exactly those its records own — ownership records, Hudi's ``CREATE``
-    markers, the write stats of its commit or workload profile — which coincide with the name rule, and leaves a file
-    named ``W`` that no record owns in place, reporting it.
+    ``*_{W}.parquet``), and no other instant ever names a file with ``W``, so Hudi rolls it back by deleting them,
+    with no command block (``ListingBasedRollbackStrategy``, docs/hudi-1x.md §5). Its records — ownership records,
+    Hudi's ``CREATE`` markers, the write stats of its commit or workload profile — coincide with the name rule; a file
+    named ``W`` that no record owns (a stock writer's log without a marker) goes too, and is reported: left in place it
+    would be read again once the active timeline starts after ``W``, which then counts as archived and committed.
     """
     w = inst.time
     storage = table.storage
@@ -532,8 +533,7 @@ def _deltacommit_requests_v2(table: Table, inst: Instant, listing: Listing) -> t
             named[bf.path] = (_partition_of(bf.path), bf.file_id)
     groups: dict[tuple[str, str], list[str]] = {}
     for path, key in named.items():
-        if path in recorded:
-            groups.setdefault(key, []).append(path)
+        groups.setdefault(key, []).append(path)
     requests = [
         RollbackRequest(p, f, w, files_to_delete=tuple(sorted(paths))) for (p, f), paths in sorted(groups.items())
     ]
