@@ -121,3 +121,28 @@ def test_a_stock_failed_write_without_markers_stays_gone_when_the_timeline_start
     t.write(row, options={"hoodie.index.type": "SIMPLE"})
     assert_same_rows(t.refresh().read(), row, user, "after the next write: only its row")
     assert_same_rows(hudi_rs(str(dst)), row, user, "hudi-rs after the next write: only its row")
+
+
+@pytest.mark.parametrize("link_mode", ["copy", "symlink"])
+@pytest.mark.parametrize("version", [6, 9])
+def test_an_abandoned_schedules_links_do_not_bring_rolled_back_writes_back(
+    tmp_path: Path, version: int, link_mode: str
+) -> None:
+    """A schedule killed between its links and its plan leaves links named with an instant ``C`` no timeline knows:
+    invisible while a completed write older than ``C`` is on the timeline. Rolling back every write (the last one
+    each time) removes them all; the next write then makes ``C`` count as archived, and the links — copies of the
+    rolled-back logs — must not be read (nor dangle: symlinks to deleted logs)."""
+    from tests.faults import assert_killed, run_child
+    from tests.tables import BASE
+
+    t = create(tmp_path / "t", "commit_time", 1, version)
+    w1 = t.write(rows(range(4), 1, 100))
+    w2 = t.write(rows(range(2, 6), 2, 500))
+    # The threshold sits between the two writes: the second write's logs are linked, then the schedule dies.
+    assert_killed(run_child(Path(t.path), "schedule.before_plan", "schedule", str(BASE + 200), link_mode, "schedule"))
+    t.rollback(w2)
+    t.rollback(w1)
+    later = rows([10], 3, 900)
+    t.write(later)
+    same(t.refresh().read(), _expected(later), "snapshot after the next write")
+    same(hudi_rs(t.path), _expected(later), "hudi-rs after the next write")
