@@ -45,7 +45,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from evt_toolkit.compaction.schedule import remove_abandoned_schedules
+from evt_toolkit.compaction.schedule import abandoned_schedules, remove_abandoned_schedules
 from evt_toolkit.errors import EvtError, LogFormatError, StorageError
 from evt_toolkit.faults import fault_point
 from evt_toolkit.format.log_writer import encode_rollback_command_block
@@ -69,6 +69,7 @@ from evt_toolkit.services.rollback_planner import (
     plan_compaction_rollback,
     plan_deltacommit_rollback,
 )
+from evt_toolkit.storage.links import delete_link_or_file
 from evt_toolkit.storage.ownership import drop_ownership, owned_files
 from evt_toolkit.table.fs_view import Listing, list_table_files
 from evt_toolkit.table.guards import TABLE_SERVICE_VERSIONS, has_metadata_table, require_writable
@@ -598,6 +599,17 @@ def rollback(table: Table, instant: str) -> RollbackResult:
     else:
         requests = _deltacommit_requests(table, inst, listing)
     storage = table.storage
+    if inst.action == DELTA_COMMIT and inst.is_completed:
+        # A schedule that died before its plan leaves links named with an instant C no timeline knows: invisible
+        # only while a completed write older than C is on the timeline. Rolling back the last write may take the
+        # last such one away; the next write would then make C count as archived (isBeforeTimelineStarts) and its
+        # copies of this write's logs be read. Links of schedules newer than the target go now, whatever their age
+        # (a schedule still running gets them made again by its run, which then finds their targets gone).
+        for c, paths in abandoned_schedules(table, older_than_s=0).items():
+            if c > inst.time:
+                for p in paths:
+                    delete_link_or_file(storage, p)
+                drop_ownership(storage, c)
     r = new_instant_time(timeline_times(table.timeline.instants), table.config.timezone, scope=table.storage.uri)
     plan = _plan_record(storage, instant, inst.action, requests)
     storage.write_bytes_atomic(
