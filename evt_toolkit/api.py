@@ -114,11 +114,16 @@ class HudiTable(Table):
             '20250101000000000'
         """
 
-        if spark is not None and executor is None:
-            if type(data).__module__.startswith("pyspark"):
-                return write_dataframe(self, data, operation, options=options)
-            executor = spark_executor(spark)
-        return write(self, data, operation, spark, executor=executor, options=options)
+        # A write that fails after changing storage (its commit file written, then an error) must not leave this
+        # object reading the table as it was: the listing and timeline are dropped whatever happens.
+        try:
+            if spark is not None and executor is None:
+                if type(data).__module__.startswith("pyspark"):
+                    return write_dataframe(self, data, operation, options=options)
+                executor = spark_executor(spark)
+            return write(self, data, operation, spark, executor=executor, options=options)
+        finally:
+            self.refresh()
 
     @cached_property
     def inspect(self) -> Inspect:
@@ -215,7 +220,11 @@ class HudiTable(Table):
             >>> t.clean(retained=2).files  # doctest: +SKIP
         """
 
-        return clean(self, policy, retained, dry_run=dry_run)
+        try:
+            return clean(self, policy, retained, dry_run=dry_run)
+        finally:
+            if not dry_run:
+                self.refresh()
 
     def rollback(self, instant: str) -> RollbackResult:
         """Roll back a failed deltacommit (or the last completed one) or an inflight compaction.
@@ -229,7 +238,12 @@ class HudiTable(Table):
             >>> t.rollback("20250101000000000").deleted  # doctest: +SKIP
         """
 
-        return rollback(self, instant)
+        # A rollback that fails half-way (its target's commit file gone, some files deleted) must not leave this
+        # object reading the target's data from its old listing and timeline.
+        try:
+            return rollback(self, instant)
+        finally:
+            self.refresh()
 
 
 HISTORY_SCHEMA = pa.schema(

@@ -45,7 +45,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from evt_toolkit.compaction.schedule import remove_abandoned_schedules
+from evt_toolkit.compaction.schedule import abandoned_schedules, remove_abandoned_schedules
 from evt_toolkit.errors import EvtError, LogFormatError, StorageError
 from evt_toolkit.faults import fault_point
 from evt_toolkit.format.log_writer import encode_rollback_command_block
@@ -69,6 +69,7 @@ from evt_toolkit.services.rollback_planner import (
     plan_compaction_rollback,
     plan_deltacommit_rollback,
 )
+from evt_toolkit.storage.links import delete_link_or_file
 from evt_toolkit.storage.ownership import drop_ownership, owned_files
 from evt_toolkit.table.fs_view import Listing, list_table_files
 from evt_toolkit.table.guards import TABLE_SERVICE_VERSIONS, has_metadata_table, require_writable
@@ -102,8 +103,8 @@ class RollbackResult:
         timeline_files_removed: the rolled-back instant's timeline files deleted.
         plan_requested_again: a compaction's plan is requested again (it can run again).
         resumed: a rollback left pending earlier was finished.
-        unowned: 1.x only: files named with the rolled-back instant that no record owns, left in place (readers
-            ignore them: their instant never completed) and reported instead of deleted (docs/hudi-1x.md §5).
+        unowned: 1.x only: files named with the rolled-back instant that no record owned, deleted by the name rule
+            with the others (docs/hudi-1x.md §5).
     """
 
     instant: str
@@ -349,6 +350,15 @@ def _execute(
         rollback_metadata_instant(table, target, rollback_instant)
     to_delete = [p for r in requests for p in r.files_to_delete]
     deleted = delete_files(storage, to_delete)
+    # A file of the target left on storage would outlive the rollback and be read again once the active timeline
+    # starts after the target (isBeforeTimelineStarts: an instant older than the first completed write counts as
+    # archived, so committed). The rollback stays pending instead, and rolling the target back again resumes it.
+    left = [p for p in to_delete if p not in deleted and storage.lexists(p)]
+    if left:
+        raise RollbackError(
+            f"rollback {rollback_instant} of {target} could not delete {len(left)} file(s), e.g. "
+            f"{storage.full_path(left[0])}; it stays pending: roll back {target} again to finish it"
+        )
     fault_point("rollback.after_delete")
     listing = list_table_files(storage)
     command_logs: dict[str, tuple[str, int]] = {}
@@ -496,13 +506,14 @@ def _compaction_requests(table: Table, inst: Instant, listing: Listing) -> list[
 
 
 def _deltacommit_requests_v2(table: Table, inst: Instant, listing: Listing) -> tuple[list[RollbackRequest], list[str]]:
-    """1.x: ``(requests deleting the recorded files named with W, files named W that nothing records)``.
+    """1.x: ``(requests deleting every file named with W, those of them that nothing records)``.
 
     A 1.x deltacommit ``W`` writes only new files named with ``W`` (logs ``.{fid}_{W}.log.*``, base files
-    ``*_{W}.parquet``), so Hudi rolls it back by deleting them, with no command block (``ListingBasedRollbackStrategy``,
-    docs/hudi-1x.md §5). The toolkit deletes exactly those its records own — ownership records, Hudi's ``CREATE``
-    markers, the write stats of its commit or workload profile — which coincide with the name rule, and leaves a file
-    named ``W`` that no record owns in place, reporting it.
+    ``*_{W}.parquet``), and no other instant ever names a file with ``W``, so Hudi rolls it back by deleting them,
+    with no command block (``ListingBasedRollbackStrategy``, docs/hudi-1x.md §5). Its records — ownership records,
+    Hudi's ``CREATE`` markers, the write stats of its commit or workload profile — coincide with the name rule; a file
+    named ``W`` that no record owns (a stock writer's log without a marker) goes too, and is reported: left in place it
+    would be read again once the active timeline starts after ``W``, which then counts as archived and committed.
     """
     w = inst.time
     storage = table.storage
@@ -523,8 +534,7 @@ def _deltacommit_requests_v2(table: Table, inst: Instant, listing: Listing) -> t
             named[bf.path] = (_partition_of(bf.path), bf.file_id)
     groups: dict[tuple[str, str], list[str]] = {}
     for path, key in named.items():
-        if path in recorded:
-            groups.setdefault(key, []).append(path)
+        groups.setdefault(key, []).append(path)
     requests = [
         RollbackRequest(p, f, w, files_to_delete=tuple(sorted(paths))) for (p, f), paths in sorted(groups.items())
     ]
@@ -589,6 +599,17 @@ def rollback(table: Table, instant: str) -> RollbackResult:
     else:
         requests = _deltacommit_requests(table, inst, listing)
     storage = table.storage
+    if inst.action == DELTA_COMMIT and inst.is_completed:
+        # A schedule that died before its plan leaves links named with an instant C no timeline knows: invisible
+        # only while a completed write older than C is on the timeline. Rolling back the last write may take the
+        # last such one away; the next write would then make C count as archived (isBeforeTimelineStarts) and its
+        # copies of this write's logs be read. Links of schedules newer than the target go now, whatever their age
+        # (a schedule still running gets them made again by its run, which then finds their targets gone).
+        for c, paths in abandoned_schedules(table, older_than_s=0).items():
+            if c > inst.time:
+                for p in paths:
+                    delete_link_or_file(storage, p)
+                drop_ownership(storage, c)
     r = new_instant_time(timeline_times(table.timeline.instants), table.config.timezone, scope=table.storage.uri)
     plan = _plan_record(storage, instant, inst.action, requests)
     storage.write_bytes_atomic(
