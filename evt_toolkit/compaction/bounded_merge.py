@@ -37,7 +37,7 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -144,6 +144,11 @@ def configured_memory_budget(properties: Mapping[str, str] | None, source: str =
     if value <= 0:
         raise TableConfigError(f"{source}: {MEMORY_MAX_SIZE_KEY} must be a positive number of bytes, not {raw!r}")
     return value
+
+
+class TaskCancelled(Exception):
+    """A task stopped early because its run was interrupted (Ctrl-C): it wrote nothing visible and the run commits
+    nothing. Internal to a run in this process; never reaches a caller."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -375,6 +380,7 @@ class BoundedSliceMerge:
         queued: the log blocks to merge, in replay order (from ``select_log_blocks``).
         budget: the memory budget.
         decode_threads: threads decoding a batch (``None``: the CPUs this process may use).
+        stop: asked before each batch; ``True`` raises :class:`TaskCancelled` (the run was interrupted).
         totals: counts, filled by :meth:`load_logs`.
     """
 
@@ -383,6 +389,7 @@ class BoundedSliceMerge:
     queued: list[QueuedBlock]
     budget: MemoryBudget
     decode_threads: int | None = None
+    stop: Callable[[], bool] | None = None
     totals: LogTotals = field(default_factory=LogTotals)
     _state: list[pa.Table] = field(default_factory=list)
     _state_bytes: int = 0
@@ -408,6 +415,11 @@ class BoundedSliceMerge:
         if self._alloc is not None:
             self._alloc.__exit__()
             self._alloc = None
+
+    def check_stop(self) -> None:
+        """Raise :class:`TaskCancelled` when the run that started this task was interrupted."""
+        if self.stop is not None and self.stop():
+            raise TaskCancelled("the compaction run was interrupted")
 
     def _trim(self) -> None:
         # malloc_trim walks the heap (~2 ms): worth it only where a batch is large next to the budget.
@@ -457,6 +469,7 @@ class BoundedSliceMerge:
                 batch_bytes += len(content)
                 if batch_bytes >= self.budget.batch_bytes:
                     read_bytes += batch_bytes
+                    self.check_stop()
                     seq = self._flush(batch, seq, unified, del_cands, del_offsets, read_bytes)
                     batch, batch_bytes = [], 0
         finally:
@@ -464,6 +477,7 @@ class BoundedSliceMerge:
                 handle.close()
         if batch:
             read_bytes += batch_bytes
+            self.check_stop()
             self._flush(batch, seq, unified, del_cands, del_offsets, read_bytes)
         if self._spill is None and self._state_bytes + self._base_bytes > self.budget.state_bytes:
             self._reduce_state()

@@ -37,6 +37,7 @@ from __future__ import annotations
 import contextlib
 import json
 import posixpath
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -379,7 +380,8 @@ def _run_tasks_here(tasks: list[MergeTask], progress: ProgressCallback | None) -
     Each task decodes on its share of the CPUs and, unless a budget is configured, gets its share of the default
     memory budget. Decoding, compressing and writing release the GIL, so side-by-side tasks overlap what one task
     leaves single-threaded (reducing by key, writing its base file). Results come back in completion order; the
-    first failure cancels the tasks not yet started and is raised once the running ones stop.
+    first failure (or Ctrl-C) cancels the tasks not yet started, stops the running ones at their next batch or part,
+    and is raised once they have stopped.
     """
     total = len(tasks)
     slots = local_task_slots(total)
@@ -396,11 +398,13 @@ def _run_tasks_here(tasks: list[MergeTask], progress: ProgressCallback | None) -
             finished(i + 1, run_merge_task(task))
         return results
     share = MemoryBudget.resolve(None).total // slots
+    cancel = threading.Event()
     tasks = [
         replace(
             t,
             decode_threads=t.decode_threads or max(1, default_decode_threads() // slots),
             memory_budget=t.memory_budget if t.memory_budget is not None else share,
+            cancel=cancel,
         )
         for t in tasks
     ]
@@ -410,6 +414,9 @@ def _run_tasks_here(tasks: list[MergeTask], progress: ProgressCallback | None) -
             for done, future in enumerate(as_completed(futures), 1):
                 finished(done, future.result())
         except BaseException:
+            # Ctrl-C or a failed task: tasks not started never start, running ones stop at their next batch or part
+            # (their outputs are the run's, recorded before it started: a rollback or the next run removes them).
+            cancel.set()
             for f in futures:
                 f.cancel()
             raise

@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import os
 import posixpath
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -105,6 +106,8 @@ class MergeTask:
             passes ``spark.task.cpus``, the cores Spark gives each task, so tasks running side by side do not
             oversubscribe the executor).
         fault_hook: test hook for fault injection (``None`` in production).
+        cancel: set by a run in this process when it is interrupted, so that a task running beside others stops at
+            its next batch or part instead of finishing (``None`` on Spark: an Event does not pickle).
     """
 
     table_uri: str
@@ -121,6 +124,7 @@ class MergeTask:
     outputs_recorded: bool = False
     decode_threads: int | None = None
     fault_hook: FaultHook | None = field(default=None, compare=False)
+    cancel: threading.Event | None = field(default=None, compare=False)
 
     @property
     def partition_path(self) -> str:
@@ -669,7 +673,8 @@ def run_merge_task(task: MergeTask) -> MergeResult:
     fld = task.event_time_field
     event_time = (fld, task.event_time_unit) if fld else None
     out: _BaseFileWriter | None = None
-    with BoundedSliceMerge(ctx, base_file, queued, budget, task.decode_threads) as merger:
+    stop = task.cancel.is_set if task.cancel is not None else None
+    with BoundedSliceMerge(ctx, base_file, queued, budget, task.decode_threads, stop) as merger:
         try:
             merger.load_logs()
         except (EvtError, pa.ArrowMemoryError):  # out of memory is not bad content: the worker needs a lower budget
@@ -681,6 +686,7 @@ def run_merge_task(task: MergeTask) -> MergeResult:
         parts = merger.parts()
         try:
             while True:
+                merger.check_stop()
                 try:
                     merge = next(parts, None)
                     if merge is None:

@@ -372,3 +372,41 @@ def test_tasks_side_by_side_equal_tasks_one_at_a_time(tmp_path: Path, monkeypatc
     same(two.read("read_optimized"), one.read("read_optimized"), "RO side by side == one at a time")
     same(hudi_rs(two.path), before, "hudi-rs after a side-by-side run")
     assert validate_compaction(two, c_two.instant).ok
+
+
+def test_interrupted_side_by_side_run_stops_its_tasks_and_commits_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C while tasks run side by side: tasks not started never start, a running one stops at its next part
+    (it leaves no file behind), nothing is committed, and the run can be run again."""
+    from evt_toolkit.compaction import executor
+
+    t = _built(tmp_path, "event_time")
+    before = snapshot(t)
+    c = schedule_compaction(t, _strategy())
+    assert c is not None and c.operations > 2
+    monkeypatch.setattr(executor, "local_task_slots", lambda tasks: min(2, tasks))
+    written: list[int] = []
+
+    def hook(task: Any, stage: str) -> None:
+        if stage == "merged" and task.index != 0:
+            assert task.cancel is not None
+            task.cancel.wait(30)  # every other task is still running when the run is interrupted
+        elif stage == "written":
+            written.append(task.index)
+
+    def interrupt(event: ProgressEvent) -> None:
+        if event.stage == "tasks":
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_compaction(t, c.instant, fault_hook=hook, progress=interrupt)
+    assert written == [0]
+    assert not [p for p in Path(t.path).rglob("*.tmp")], "a stopped task leaves no temporary file"
+    assert not (Path(t.path) / ".hoodie" / f"{c.instant}.commit").exists()
+    same(snapshot(t), before, "after the interrupted run")
+    same(hudi_rs(t.path), before, "hudi-rs after the interrupted run")
+    monkeypatch.setattr(executor, "local_task_slots", lambda tasks: min(2, tasks))
+    run_compaction(t, c.instant)
+    same(snapshot(t), before, "after running it again")
+    assert validate_compaction(t, c.instant).ok
