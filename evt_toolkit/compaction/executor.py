@@ -50,6 +50,7 @@ from evt_toolkit.compaction.merge_task import (
     MergeResult,
     MergeTask,
     landed_logs_matter,
+    partition_listing,
     run_merge_task,
     task_outputs,
 )
@@ -179,13 +180,7 @@ def old_slice_logs(
     requested (a write completing later joins slice ``C`` once ``C`` completes). ``listings`` keeps each
     partition's listing for the caller's next operations (one LIST per partition, not per operation).
     """
-    if table.config.timeline_layout >= 2:
-        return _SliceLogs(table, compaction_instant).logs(partition, file_id, base_instant, [])
-    files = listings.get(partition) if listings is not None else None
-    if files is None:
-        files, _ = table.storage.list_dir(partition)
-        if listings is not None:
-            listings[partition] = files
+    files = [] if table.config.timeline_layout >= 2 else partition_listing(table.storage, partition, listings)
     return _SliceLogs(table, compaction_instant).logs(partition, file_id, base_instant, files)
 
 
@@ -281,11 +276,11 @@ def validate_plan_files(table: Table, plan: CompactionPlan, instant: str | None 
         partition = op.partition_path
         fid = op.file_id
         data_file = op.data_file
-        if partition not in listings:  # one listing per partition proves every file of its operations present
-            listings[partition] = storage.list_dir(partition)[0]
-            present[partition] = {e.name for e in listings[partition]}
+        files = partition_listing(storage, partition, listings)  # one per partition proves its files present
+        if partition not in present:
+            present[partition] = {e.name for e in files}
         names = present[partition]
-        actual = slices.logs(partition, fid, op.base_instant, listings[partition])
+        actual = slices.logs(partition, fid, op.base_instant, files)
         if data_file and data_file not in names:
             problems.append(f"base file {storage.full_path(_rel(partition, data_file))} is missing")
         deltas = list(op.delta_files)
@@ -305,7 +300,7 @@ def validate_plan_files(table: Table, plan: CompactionPlan, instant: str | None 
                 f"file group {fid} in {partition!r}: logs {extra} of the slice are neither compacted nor linked"
             )
         if instant is not None:
-            for path in overlapping_writes(table, partition, fid, instant, listings[partition]):
+            for path in overlapping_writes(table, partition, fid, instant, files):
                 problems.append(
                     f"log {storage.full_path(path)} of file group {fid} was written by a deltacommit requested before "
                     f"compaction {instant} that is still pending or completed after it: it would replay before the "

@@ -270,6 +270,30 @@ def later_logs(
     return sorted(out, key=LogFile.sort_key)
 
 
+def partition_listing(
+    storage: TableStorage, partition: str, listings: dict[str, list[FileEntry]] | None = None
+) -> list[FileEntry]:
+    """The files of ``partition``: from ``listings`` (partition -> files) when it holds them, else listed and kept
+    there, so that the caller's next operations in the partition share one listing."""
+    files = listings.get(partition) if listings is not None else None
+    if files is None:
+        files = storage.list_dir(partition)[0]
+        if listings is not None:
+            listings[partition] = files
+    return files
+
+
+def _task_later_logs(storage: TableStorage, task: MergeTask, listing: list[FileEntry]) -> list[LogFile]:
+    return later_logs(
+        storage,
+        task.partition_path,
+        task.file_id,
+        task.instant,
+        named_by_deltacommit=_named_by_deltacommit(task),
+        listing=listing,
+    )
+
+
 def _named_by_deltacommit(task: MergeTask) -> bool:
     """Whether the table names logs after their deltacommit (1.x, timeline layout 2)."""
     return task.spec.timeline.layout_version >= 2
@@ -326,25 +350,9 @@ def landed_logs_matter(
     ``listings`` (partition -> files) shares one listing per partition between the tasks of one check; it must be
     taken after every task it serves finished reading.
     """
-    partition = task.partition_path
-    listing = listings.get(partition) if listings is not None else None
-    if listing is None:
-        listing = storage.list_dir(partition)[0]
-        if listings is not None:
-            listings[partition] = listing
     seen = set(result.later_logs)
-    landed = [
-        lf
-        for lf in later_logs(
-            storage,
-            partition,
-            task.file_id,
-            task.instant,
-            named_by_deltacommit=_named_by_deltacommit(task),
-            listing=listing,
-        )
-        if (lf.name, lf.size) not in seen
-    ]
+    listing = partition_listing(storage, task.partition_path, listings)
+    landed = [lf for lf in _task_later_logs(storage, task, listing) if (lf.name, lf.size) not in seen]
     if not landed:
         return False
     ctx = task.spec.context(None, storage=storage)
@@ -634,14 +642,7 @@ def run_merge_task(task: MergeTask) -> MergeResult:
     logs = tuple(_log_file(storage, partition, n, sizes) for n in op.delta_files)
     data_file = op.data_file
     base_file = _base_file(storage, partition, str(data_file), sizes) if data_file else None
-    later = later_logs(
-        storage,
-        partition,
-        task.file_id,
-        task.instant,
-        named_by_deltacommit=_named_by_deltacommit(task),
-        listing=listing,
-    )
+    later = _task_later_logs(storage, task, listing)
     storage.prefetch([lf.path for lf in logs] + ([base_file.path] if base_file is not None else []))
     scanned = scan_logs(storage, logs + tuple(later))  # each log's headers are read once per task
     blocks, rollbacks = _check_blocks(storage, logs, scanned)
