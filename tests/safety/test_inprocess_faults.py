@@ -336,7 +336,7 @@ def _one_of(got: pa.Table, states: list[pa.Table], what: str) -> None:
     raise AssertionError(f"{what}: neither the state before nor after the operation: {errors}")
 
 
-def _recover(t: evt.HudiTable, op: str) -> None:
+def recover(t: evt.HudiTable, op: str) -> None:
     """What the README tells a user to do after a failed operation: roll back the pending write (then write again),
     resume the rollback, run the compaction again, clean again."""
     from tests.tables import rows
@@ -366,26 +366,34 @@ SWEEP_MAX = int(os.environ.get("EVT_SAFETY2_SWEEP_MAX", "12"))
 
 def _sweep_table(root: Any, version: int, op: str) -> tuple[evt.HudiTable, Any]:
     """A small event-time table ready for ``op``; returns it and the operation to run on it."""
-    from tests.tables import create, rows
+    from tests.tables import create
 
     t = create(root / "t", "event_time", 2, version)
+    return t, sweep_operation(t, op)
+
+
+def sweep_operation(t: evt.HudiTable, op: str) -> Any:
+    """Two writes into the new table ``t``, then what ``op`` needs before it runs; returns the operation (shared
+    with the S3 fault test, which makes ``t`` on S3)."""
+    from tests.tables import rows
+
     t.write(rows(range(6), 1, 100))
     t.write(rows(range(3, 9), 2, 300))
     if op == "write":
-        return t, lambda: t.write(rows(range(4, 10), 3, 200))
+        return lambda: t.write(rows(range(4, 10), 3, 200))
     if op == "rollback-last":
         last = t.write(rows([1, 2, 10], 4, 250))
-        return t, lambda: t.rollback(last)
+        return lambda: t.rollback(last)
     if op == "run":
         c = t.compaction.schedule(EventTimeBasedCompactionStrategy(threshold=BASE + 150), link_mode="copy")
         assert c is not None
-        return t, lambda: t.compaction.run(c.instant)
+        return lambda: t.compaction.run(c.instant)
     if op == "clean":
         c = t.compaction.schedule(UnBoundedCompactionStrategy())
         assert c is not None
         t.compaction.run(c.instant)
         t.write(rows([0, 11], 5, 400))
-        return t, lambda: t.clean(KEEP_LATEST_FILE_VERSIONS, 1, dry_run=False)
+        return lambda: t.clean(KEEP_LATEST_FILE_VERSIONS, 1, dry_run=False)
     raise AssertionError(op)
 
 
@@ -416,7 +424,7 @@ def test_the_same_object_reads_what_a_new_process_reads_after_a_failed_operation
             _one_of(hudi_rs(t.path), states, f"{what}: hudi-rs")
             _same(t.read("read_optimized"), fresh.read("read_optimized"), f"{what}: same object, RO")
             # The documented recovery, then the table is the operation's result.
-            _recover(fresh, op)
+            recover(fresh, op)
             _same(evt.HudiTable.open(t.path).read(), states[1], f"{what}, then recovered")
             shutil.rmtree(root)
             if not inj.fired:

@@ -32,13 +32,9 @@ import pyarrow as pa
 import pytest
 
 import evt_toolkit as evt
-from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
-from evt_toolkit.compaction.strategy import UnBoundedCompactionStrategy
 from evt_toolkit.errors import EvtError
-from evt_toolkit.services.clean_planner import KEEP_LATEST_FILE_VERSIONS
-from tests.safety.test_inprocess_faults import _one_of
+from tests.safety.test_inprocess_faults import _one_of, recover, sweep_operation
 from tests.safety.test_model import _same
-from tests.tables import BASE, rows
 
 hudi = pytest.importorskip("hudi", reason="hudi-rs (PyPI 'hudi') is a test dependency")
 
@@ -159,44 +155,7 @@ def _table(uri: str, options: dict[str, str], op: str) -> tuple[evt.HudiTable, A
         table_version=9,
         storage_options=options,
     )
-    t.write(rows(range(6), 1, 100))
-    t.write(rows(range(3, 9), 2, 300))
-    if op == "write":
-        return t, lambda: t.write(rows(range(4, 10), 3, 200))
-    if op == "rollback-last":
-        last = t.write(rows([1, 2, 10], 4, 250))
-        return t, lambda: t.rollback(last)
-    if op == "run":
-        c = t.compaction.schedule(EventTimeBasedCompactionStrategy(threshold=BASE + 150), link_mode="copy")
-        assert c is not None
-        return t, lambda: t.compaction.run(c.instant)
-    if op == "clean":
-        c = t.compaction.schedule(UnBoundedCompactionStrategy())
-        assert c is not None
-        t.compaction.run(c.instant)
-        t.write(rows([0, 11], 5, 400))
-        return t, lambda: t.clean(KEEP_LATEST_FILE_VERSIONS, 1, dry_run=False)
-    raise AssertionError(op)
-
-
-def _recover(t: evt.HudiTable, op: str) -> None:
-    tl = t.refresh().timeline
-    if op == "write":
-        for i in tl.inflight_writes():
-            t.rollback(i.time)
-        if len(t.refresh().timeline.completed_commits()) < 3:
-            t.write(rows(range(4, 10), 3, 200))
-    elif op == "rollback-last":
-        pending = [i for i in tl.instants if i.action == "rollback" and not i.is_completed]
-        if pending:
-            t.rollback(tl.rollback_plan(pending[0]).target)
-        elif len(tl.completed_commits()) == 3:
-            t.rollback(tl.completed_commits()[-1].time)
-    elif op == "run":
-        for c in tl.pending_compactions():
-            t.compaction.run(c.time)
-    elif op == "clean":
-        t.clean(KEEP_LATEST_FILE_VERSIONS, 1, dry_run=False)
+    return t, sweep_operation(t, op)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -229,7 +188,7 @@ def test_a_request_failing_on_the_wire_then_the_same_object_goes_on(
         _one_of(_rs(uri, direct), states, f"{what}: hudi-rs")
         _same(t.read(), fresh.read(), f"{what}: the same object")
         _same(t.read("read_optimized"), fresh.read("read_optimized"), f"{what}: the same object, RO")
-        _recover(t, op)
+        recover(t, op)
         _same(evt.HudiTable.open(uri, storage_options=direct).read(), states[1], f"{what}, then recovered")
         if not fired:
             break
