@@ -180,8 +180,7 @@ def latest_per_key(
         if o.type != pa.null():
             valid = ~ct & ~np.asarray(o.is_null().to_numpy(zero_copy_only=False), dtype=bool)
             if valid.any():
-                dense = pc.rank(o.filter(pa.array(valid)), sort_keys="ascending", tiebreaker="dense")
-                rank[valid] = dense.to_numpy(zero_copy_only=False).astype(np.int64)
+                rank[valid] = _order_codes(o.filter(pa.array(valid)), span)
         top = int(rank.max())
         if top and top > (np.iinfo(np.int64).max // 2) // span:
             # (rank, seq) does not fit one int64: sort instead (never at realistic sizes).
@@ -198,6 +197,28 @@ def latest_per_key(
         return np.flatnonzero(score == best[codes])
     np.maximum.at(best, codes[eligible], score[eligible])
     return np.flatnonzero(eligible & (score == best[codes]))
+
+
+def _order_codes(values: pa.Array, span: int) -> np.ndarray:
+    """Positive int64 codes of non-null ordering values that compare as the values do, small enough that
+    ``code * span`` stays far inside int64.
+
+    Integer and temporal values are their offset from the smallest one (one pass, no sort) where their range
+    allows; anything else, or a range too wide, gets its dense rank (a sort).
+    """
+    t = values.type
+    if pa.types.is_integer(t) or pa.types.is_timestamp(t) or pa.types.is_date(t) or pa.types.is_duration(t):
+        try:
+            as_int = values.cast(pa.int32()).cast(pa.int64()) if pa.types.is_date32(t) else values.cast(pa.int64())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # uint64 past int64, or no integer view
+            as_int = None
+        if as_int is not None:
+            v = np.asarray(as_int.to_numpy(zero_copy_only=False), dtype=np.int64)
+            lo, hi = int(v.min()), int(v.max())
+            if (hi - lo + 1) <= (np.iinfo(np.int64).max // 2) // span:
+                return v - lo + 1
+    dense = pc.rank(values, sort_keys="ascending", tiebreaker="dense")
+    return np.asarray(dense.to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
 def merge_with_base(

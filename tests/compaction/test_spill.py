@@ -11,11 +11,12 @@ reader uses, on random candidates.
 
 from __future__ import annotations
 
+import datetime
 import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -230,6 +231,23 @@ def test_budget_setting_is_checked() -> None:
         configured_memory_budget({MEMORY_MAX_SIZE_KEY: "0"}, "t/.hoodie/hoodie.properties")
 
 
+def _typed_ordering(typ: pa.DataType, f: Callable[[int], object]) -> Callable[[list[int | None]], pa.Array]:
+    return lambda values: pa.array([None if v is None else f(v) for v in values], typ)
+
+
+#: Ordering values 0..4 as each type, in the same order (the sort-based reference compares the typed values).
+ORDERING_TYPES: dict[str, Callable[[list[int | None]], pa.Array]] = {
+    "int64": _typed_ordering(pa.int64(), lambda v: v),
+    "int64 wider than offsets allow": _typed_ordering(pa.int64(), lambda v: (v - 2) * (1 << 61)),
+    "int32": _typed_ordering(pa.int32(), lambda v: v - 2),
+    "uint64 past int64": _typed_ordering(pa.uint64(), lambda v: (1 << 63) + v),
+    "timestamp": _typed_ordering(pa.timestamp("ms", tz="UTC"), lambda v: 1_700_000_000_000 + v),
+    "date32": _typed_ordering(pa.date32(), lambda v: datetime.date(2024, 1, 1) + datetime.timedelta(days=v)),
+    "string": _typed_ordering(pa.string(), lambda v: f"s{v}"),
+    "double": _typed_ordering(pa.float64(), lambda v: v / 2 - 0.75),
+}
+
+
 @seed(7)
 @settings(max_examples=max(EXAMPLES * 5, 20), deadline=None)
 @given(
@@ -243,11 +261,14 @@ def test_budget_setting_is_checked() -> None:
         max_size=60,
     ),
     mode=st.sampled_from([COMMIT_TIME, EVENT_TIME]),
+    ord_type=st.sampled_from(sorted(ORDERING_TYPES)),
     shuffle=st.randoms(use_true_random=False),
 )
 def test_latest_per_key_equals_the_sort_based_merge(
-    data: list[tuple[int, int | None, bool]], mode: str, shuffle: object
+    data: list[tuple[int, int | None, bool]], mode: str, ord_type: str, shuffle: object
 ) -> None:
+    """Every ordering type a table can have: integer and temporal values compared as offsets where their range
+    allows, as a dense rank otherwise (a range too wide, unsigned values past int64, strings, doubles)."""
     n = len(data)
     seqs = list(range(0, 3 * n, 3))
     table = pa.table(
@@ -256,7 +277,7 @@ def test_latest_per_key_equals_the_sort_based_merge(
             "seq": pa.array(seqs, pa.int64()),
             "is_delete": pa.array([c for _, _, c in data]),
             "ct_delete": pa.array([c for _, _, c in data]),
-            "ord": pa.array([o for _, o, _ in data], pa.int64()),
+            "ord": ORDERING_TYPES[ord_type]([o for _, o, _ in data]),
             "src": pa.array(np.zeros(n, dtype=np.int8)),
             "idx": pa.array(np.arange(n, dtype=np.int64)),
         }
