@@ -171,6 +171,28 @@ def test_spilled_compaction_equals_unspilled_and_hudi_rs(
     assert all(p >= 2 for p in spills)
 
 
+@pytest.mark.parametrize("merge_mode", ["commit_time", "event_time"])
+def test_spilled_block_by_block_equals_unspilled_and_hudi_rs(
+    tmp_path: Path, merge_mode: str, spills: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Spilling from the first batch, every data block its own batch (a delete block joins the data block after it):
+    each batch is reduced on its own before it goes to disk. A batch holding a commit-time delete and a later,
+    lower-ordered record of the same key must still tell the final reduction that the delete came after the key's
+    records of earlier batches (70, then a commit-time delete, then 65, which wins)."""
+    src = tmp_path / "src"
+    t = create(src, merge_mode)
+    _rich_history(t)
+    t.write(rows(range(500, 600), 70, 600))
+    t.write(ct_deletes(list(range(500, 600))), "delete")
+    t.write(rows(range(500, 600), 65, 300))
+    before = snapshot(evt.HudiTable.open(src))
+    plain_c, spilled_c = _run_both(src, tmp_path, UnBoundedCompactionStrategy())
+    monkeypatch.setattr(bounded_merge.MemoryBudget, "batch_bytes", property(lambda self: 1))
+    spills.clear()
+    _check_same(tmp_path, plain_c, spilled_c, before)
+    assert spills, "the 1-byte budget made the tasks spill"
+
+
 _batch = st.tuples(
     st.sampled_from(["upsert", "upsert", "upsert", "delete", "ct_delete"]),
     st.lists(st.integers(0, 40), min_size=1, max_size=12, unique=True),
