@@ -55,7 +55,15 @@ from evt_toolkit.format.log_content import (
 )
 from evt_toolkit.format.logfile import BlockType, read_block_content
 from evt_toolkit.read.conform import conform, conform_runs
-from evt_toolkit.read.merge import COMMIT_TIME, IS_DELETED, KEY, build_candidates, latest_per_key, merge_with_base
+from evt_toolkit.read.merge import (
+    COMMIT_TIME,
+    EVENT_TIME,
+    IS_DELETED,
+    KEY,
+    build_candidates,
+    latest_per_key,
+    merge_with_base,
+)
 from evt_toolkit.read.slice_reader import (
     DELETE_SCHEMA,
     QueuedBlock,
@@ -283,16 +291,21 @@ def _state_schema(ctx: SliceReadContext, ord_type: pa.DataType) -> pa.Schema:
 
 
 def _reduce_checked(state: pa.Table, mode: str, *, final: bool = False) -> tuple[pa.Table, bool]:
-    """``(state reduced to the latest record per key, whether it now holds one row per key)``."""
+    """``(state reduced to the latest record per key, whether it now holds one row per key)``.
+
+    Short of the final reduction, event-time ordering keeps each key's last commit-time delete beside its winner:
+    records of the key in earlier batches (spilled batches are reduced one by one) must still lose to it.
+    """
     if state.num_rows == 0:
         return state, True
-    keep = latest_per_key(state[KEY], state[_SEQ], state[_CT], state[_ORD], mode)
+    markers = not final and mode == EVENT_TIME and bool(pc.any(state[_CT]).as_py())
+    keep = latest_per_key(state[KEY], state[_SEQ], state[_CT], state[_ORD], mode, keep_ct_deletes=markers)
     if len(keep) == state.num_rows:
-        return state, True
+        return state, not markers
     if not final and len(keep) > 0.85 * state.num_rows:
         # Hardly any duplicates: copying the batch to drop them costs more memory than keeping them until later.
         return state, False
-    return state.take(pa.array(keep)), True
+    return state.take(pa.array(keep)), not markers
 
 
 def _reduce(state: pa.Table, mode: str, *, final: bool = False) -> pa.Table:

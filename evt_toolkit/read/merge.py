@@ -138,6 +138,8 @@ def latest_per_key(
     ct_delete: pa.Array | pa.ChunkedArray,
     ord_: pa.Array | pa.ChunkedArray,
     mode: str,
+    *,
+    keep_ct_deletes: bool = False,
 ) -> np.ndarray:
     """Positions of each key's winning record, ascending — :func:`merge_log_candidates` by hashing, not sorting.
 
@@ -145,9 +147,13 @@ def latest_per_key(
     ordering the last record with the greatest ordering value after the key's last commit-time delete, which ranks
     lowest), computed on integer codes: keys are dictionary-encoded (one hash pass, no string sort), the ordering
     values replaced by their dense rank, and each key's best ``(rank, seq)`` found with ``np.maximum.at``. Rows may
-    come in any order (``seq`` orders them) and the result is associative: the winners of ``A`` merged with ``B``
-    are the winners of ``A`` and ``B`` together, which is what lets a compaction reduce its logs batch by batch
-    (Hudi's ``HoodieMergedLogRecordScanner`` folds record by record into its spillable map to the same effect).
+    come in any order (``seq`` orders them).
+
+    A compaction reduces its logs batch by batch (Hudi's ``HoodieMergedLogRecordScanner`` folds record by record
+    into its spillable map to the same effect): with ``keep_ct_deletes`` the reduction of a run of records ``B``
+    also keeps each key's last commit-time delete, so that the winners of ``A`` merged with those of a later ``B``
+    are the winners of ``A`` and ``B`` together. Without it, a winner of ``B`` that came after a commit-time delete
+    would compete with ``A``'s records, which that delete had put out of the race.
 
     Args:
         key: record keys (string).
@@ -155,6 +161,8 @@ def latest_per_key(
         ct_delete: whether the record is a commit-time delete.
         ord_: ordering value (any sortable type; null type without ordering).
         mode: ``COMMIT_TIME_ORDERING`` or ``EVENT_TIME_ORDERING``.
+        keep_ct_deletes: also return each key's last commit-time delete (event-time ordering; a reduction that
+            records of the key from earlier runs may still meet).
     """
     n = len(key)
     if n == 0:
@@ -189,14 +197,20 @@ def latest_per_key(
             c = codes[order]
             last = np.ones(len(order), dtype=bool)
             last[:-1] = c[:-1] != c[1:]
-            return np.sort(order[last])
+            out = np.sort(order[last])
+            if keep_ct_deletes:
+                out = np.union1d(out, np.flatnonzero(ct & (s == last_ct[codes])))
+            return out
         score = rank * span + s
     best = np.full(groups, -1, dtype=np.int64)
     if eligible is None:
         np.maximum.at(best, codes, score)
         return np.flatnonzero(score == best[codes])
     np.maximum.at(best, codes[eligible], score[eligible])
-    return np.flatnonzero(eligible & (score == best[codes]))
+    win = eligible & (score == best[codes])
+    if keep_ct_deletes:
+        win |= ct & (s == last_ct[codes])
+    return np.flatnonzero(win)
 
 
 def _order_codes(values: pa.Array, span: int) -> np.ndarray:

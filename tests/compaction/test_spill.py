@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import random
 import re
 import shutil
 import tempfile
@@ -25,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import HealthCheck, given, seed, settings
+from hypothesis import HealthCheck, example, given, seed, settings
 from hypothesis import strategies as st
 
 import evt_toolkit as evt
@@ -286,6 +287,9 @@ ORDERING_TYPES: dict[str, Callable[[list[int | None]], pa.Array]] = {
     ord_type=st.sampled_from(sorted(ORDERING_TYPES)),
     shuffle=st.randoms(use_true_random=False),
 )
+@example(  # 4, then in the second half a commit-time delete and 1: the delete must reach the final reduction
+    data=[(0, 4, False), (0, None, True), (0, 1, False)], mode=EVENT_TIME, ord_type="int64", shuffle=random.Random(0)
+)
 def test_latest_per_key_equals_the_sort_based_merge(
     data: list[tuple[int, int | None, bool]], mode: str, ord_type: str, shuffle: object
 ) -> None:
@@ -313,13 +317,18 @@ def test_latest_per_key_equals_the_sort_based_merge(
     shuffled = table.take(pa.array(order))
     got = latest_per_key(shuffled["key"], shuffled["seq"], shuffled["ct_delete"], shuffled["ord"], mode)
     assert sorted(shuffled["idx"].take(pa.array(got)).to_pylist()) == want
-    # Associative: reducing two halves, then their winners together, gives the same winners.
+    # As a compaction reduces its batches: the first and the second half of the records in replay order, each
+    # reduced on its own (keeping each key's last commit-time delete), then their results together, in any order,
+    # give the same winners.
     half = n // 2
-    parts = [shuffled.slice(0, half), shuffled.slice(half)]
-    firsts = [p.take(pa.array(latest_per_key(p["key"], p["seq"], p["ct_delete"], p["ord"], mode))) for p in parts]
+    firsts = []
+    for part in (table.slice(0, half), table.slice(half)):
+        kept = latest_per_key(part["key"], part["seq"], part["ct_delete"], part["ord"], mode, keep_ct_deletes=True)
+        firsts.append(part.take(pa.array(kept)))
     both = pa.concat_tables(firsts)
-    again = latest_per_key(both["key"], both["seq"], both["ct_delete"], both["ord"], mode)
-    assert sorted(both["idx"].take(pa.array(again)).to_pylist()) == want
+    mixed = both.take(pa.array(shuffle.sample(range(both.num_rows), both.num_rows)))  # type: ignore[attr-defined]
+    again = latest_per_key(mixed["key"], mixed["seq"], mixed["ct_delete"], mixed["ord"], mode)
+    assert sorted(mixed["idx"].take(pa.array(again)).to_pylist()) == want
 
 
 def test_default_budget_is_capped_at_the_slice(
