@@ -66,7 +66,7 @@ from evt_toolkit.format.ownership import BASE, CARRY_OVER, LINK, RUN, SCHEDULE, 
 from evt_toolkit.format.records import CommitMetadata, CompactionPlan, WriteStat
 from evt_toolkit.read.merge import EVENT_TIME
 from evt_toolkit.read.plan import ReadSpec
-from evt_toolkit.storage.fs import FileEntry
+from evt_toolkit.storage.fs import FileEntry, TableStorage
 from evt_toolkit.storage.links import check_link, create_link
 from evt_toolkit.storage.ownership import drop_ownership, owned_files, record_ownership
 from evt_toolkit.table.fs_view import FileGroup
@@ -339,6 +339,7 @@ def _run_tasks(
     tasks: list[MergeTask],
     spark: SparkSession | None,
     progress: ProgressCallback | None,
+    storage: TableStorage,
 ) -> list[MergeResult]:
     total = len(tasks)
     if spark is not None:
@@ -346,7 +347,7 @@ def _run_tasks(
         threads = int(spark.sparkContext.getConf().get("spark.task.cpus", "1") or 1)
         tasks = [replace(t, decode_threads=threads) for t in tasks]
     if spark is None:
-        return _run_tasks_here(tasks, progress)
+        return _run_tasks_here(tasks, progress, storage)
     sc = spark.sparkContext
     rdd = sc.parallelize(tasks, numSlices=max(1, total)).map(run_merge_task)
     try:
@@ -369,7 +370,9 @@ def local_task_slots(tasks: int) -> int:
     return max(1, min(default_decode_threads(), tasks))
 
 
-def _run_tasks_here(tasks: list[MergeTask], progress: ProgressCallback | None) -> list[MergeResult]:
+def _run_tasks_here(
+    tasks: list[MergeTask], progress: ProgressCallback | None, storage: TableStorage
+) -> list[MergeResult]:
     """Run the tasks in this process, :func:`local_task_slots` at a time, as an executor with that many cores would.
 
     Each task decodes on its share of the CPUs and, unless a budget is configured, gets its share of the default
@@ -388,9 +391,10 @@ def _run_tasks_here(tasks: list[MergeTask], progress: ProgressCallback | None) -
         if progress is not None:
             progress(ProgressEvent("tasks", done, total, f"compacted file group {result.file_id}"))
 
+    listings = _partition_listings(storage, tasks)
     if slots == 1:
         for i, task in enumerate(tasks):
-            finished(i + 1, run_merge_task(task))
+            finished(i + 1, run_merge_task(task, listings[task.partition_path]))
         return results
     share = MemoryBudget.resolve(None).total // slots
     cancel = threading.Event()
@@ -404,7 +408,7 @@ def _run_tasks_here(tasks: list[MergeTask], progress: ProgressCallback | None) -
         for t in tasks
     ]
     with ThreadPoolExecutor(max_workers=slots, thread_name_prefix="evt-compaction-task") as pool:
-        futures = [pool.submit(run_merge_task, t) for t in tasks]
+        futures = [pool.submit(run_merge_task, t, listings[t.partition_path]) for t in tasks]
         try:
             for done, future in enumerate(as_completed(futures), 1):
                 finished(done, future.result())
@@ -416,6 +420,16 @@ def _run_tasks_here(tasks: list[MergeTask], progress: ProgressCallback | None) -
                 f.cancel()
             raise
     return results
+
+
+def _partition_listings(storage: TableStorage, tasks: list[MergeTask]) -> dict[str, list[FileEntry]]:
+    """One listing per partition for the tasks run here, taken before any of them starts and after the plan's links
+    stand. Each task's own listing would be a few milliseconds younger, and no safer: a write landing after either is
+    caught by the check before the commit (step 5)."""
+    listings: dict[str, list[FileEntry]] = {}
+    for t in tasks:
+        partition_listing(storage, t.partition_path, listings)
+    return listings
 
 
 def ensure_plan_links(table: Table, instant: str, links: list[Link], timing: str) -> int:
@@ -537,7 +551,7 @@ def run_compaction(
     ]
     # One record for every task's outputs (their names depend only on the plan), before any task starts.
     record_ownership(storage, instant, RUN, "tasks", [f for task in tasks for f in task_outputs(task)])
-    results = sorted(_run_tasks(tasks, spark, progress), key=lambda r: r.index)
+    results = sorted(_run_tasks(tasks, spark, progress, storage), key=lambda r: r.index)
     reruns = 0
     # Event-time tables, and any table whose tasks took a deleted key out of a base file: a write landed since the
     # task read its slice can change the task's decision (docs/data-safety.md §2).
@@ -548,7 +562,7 @@ def run_compaction(
             if not again:
                 break
             reruns += len(again)
-            redone = {r.index: r for r in _run_tasks(again, None if len(again) < 2 else spark, None)}
+            redone = {r.index: r for r in _run_tasks(again, None if len(again) < 2 else spark, None, storage)}
             results = [redone.get(r.index, r) for r in results]
         else:
             if any(landed_logs_matter(t, r, storage) for t, r in zip(tasks, results, strict=True)):

@@ -615,8 +615,12 @@ class _CarryOver:
         return b"".join(blocks), records
 
 
-def run_merge_task(task: MergeTask) -> MergeResult:
+def run_merge_task(task: MergeTask, listing: list[FileEntry] | None = None) -> MergeResult:
     """Run one plan operation and return what it wrote.
+
+    ``listing`` is the partition's files when the caller listed them for its tasks after the plan's links stood
+    (the local executor, once per partition); otherwise the task lists the partition itself. Either way, a write
+    landing after the listing is the driver's to catch before it commits (:func:`landed_logs_matter`).
 
     The merge runs in bounded memory (:mod:`~evt_toolkit.compaction.bounded_merge`): logs are decoded and reduced in
     batches and, past ``task.memory_budget``, spilled by hash partition to local disk and merged partition by
@@ -637,7 +641,10 @@ def run_merge_task(task: MergeTask) -> MergeResult:
     if not task.outputs_recorded:
         record_ownership(storage, task.instant, RUN, f"task-{task.index}", task_outputs(task))
     # One listing proves every file of the operation present and gives its size (no HEAD, no stat per file).
-    listing, _ = storage.list_dir(partition)
+    if listing is None:
+        listing, _ = storage.list_dir(partition)
+    else:
+        storage.remember_sizes(listing)
     sizes = {e.name: e.size for e in listing}
     logs = tuple(_log_file(storage, partition, n, sizes) for n in op.delta_files)
     data_file = op.data_file

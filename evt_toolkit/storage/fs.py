@@ -367,6 +367,15 @@ class TableStorage:
         dirs = sorted(posixpath.join(rel, d) if rel else d for d in subdirs)
         return files, dirs
 
+    def remember_sizes(self, files: Iterable[FileEntry]) -> None:
+        """Record the sizes of files another storage object of this table just listed, as :meth:`list_dir` records
+        its own (object stores then read them without a HEAD, and fetch only the small ones whole)."""
+        if not self.is_object_store:
+            return
+        with self._lock:
+            for e in files:
+                self._sizes[e.path] = e.size
+
     def list_files(self, rel: str = "") -> list[FileEntry]:
         """Every file under ``rel``, recursively (object stores: flat LIST pages, no per-folder requests)."""
         out = [FileEntry(p, posixpath.basename(p), s) for p, s in self._backend.list_recursive(rel)]
