@@ -286,7 +286,7 @@ def _reduce_checked(state: pa.Table, mode: str, *, final: bool = False) -> tuple
     """``(state reduced to the latest record per key, whether it now holds one row per key)``."""
     if state.num_rows == 0:
         return state, True
-    keep = latest_per_key(state[KEY], state[_SEQ], state[_CT], state[_ORD], mode)
+    keep = latest_per_key(state[KEY], state[_SEQ], state[_CT], state[_ORD], mode, pc.equal(state[_SRC], 1))
     if len(keep) == state.num_rows:
         return state, True
     if not final and len(keep) > 0.85 * state.num_rows:

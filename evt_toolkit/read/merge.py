@@ -7,12 +7,14 @@ answers on the fixtures confirm):
   base record; a delete removes the key.
 * **EVENT_TIME_ORDERING** (v6 ``DefaultHoodieRecordPayload``): a newer record wins when its ordering value is ``>=``
   the current one (ties go to the newer record). A delete whose ordering value is null, or the ``IntWrapper(0)``
-  sentinel SQL ``DELETE`` writes, is a *commit-time* delete and always wins. Against the base record the log record
-  wins unless the base's ordering value is strictly greater (``EventTimeRecordMerger.finalMerge``).
+  sentinel SQL ``DELETE`` writes, is a *commit-time* delete and always wins; a data record arriving on it wins, but a
+  delete arriving on it is dropped (``EventTimeRecordMerger.deltaMergeDeleteRecord`` keeps an existing commit-time
+  delete). Against the base record the log record wins unless the base's ordering value is strictly greater
+  (``EventTimeRecordMerger.finalMerge``).
 
-Folding "newer wins if >=" over a key's records is the same as taking the *last* record with the greatest ordering
-value among those after the key's last commit-time delete, which is what lets us merge with sorts instead of a
-per-record Python loop.
+Folding those rules over a key's records is the same as taking the *last* record with the greatest ordering value
+among those from the first data record after the key's last commit-time delete on (that delete itself when no data
+record follows it), which is what lets us merge with sorts instead of a per-record Python loop.
 """
 
 from __future__ import annotations
@@ -128,7 +130,8 @@ def merge_log_candidates(cands: LogCandidates, mode: str) -> pa.Table:
     t = cands.table
     if t.num_rows == 0:
         return t
-    winners = t.take(pa.array(latest_per_key(t["key"], t["seq"], t["ct_delete"], t["ord"], mode)))
+    block_delete = pc.equal(t["src"], 1)
+    winners = t.take(pa.array(latest_per_key(t["key"], t["seq"], t["ct_delete"], t["ord"], mode, block_delete)))
     return winners.take(pc.sort_indices(winners["key"]))
 
 
@@ -138,15 +141,18 @@ def latest_per_key(
     ct_delete: pa.Array | pa.ChunkedArray,
     ord_: pa.Array | pa.ChunkedArray,
     mode: str,
+    block_delete: pa.Array | pa.ChunkedArray | None,
 ) -> np.ndarray:
     """Positions of each key's winning record, ascending — :func:`merge_log_candidates` by hashing, not sorting.
 
     The same rule as :func:`merge_log_candidates` (a later record wins in commit-time ordering; in event-time
-    ordering the last record with the greatest ordering value after the key's last commit-time delete, which ranks
-    lowest), computed on integer codes: keys are dictionary-encoded (one hash pass, no string sort), the ordering
-    values replaced by their dense rank, and each key's best ``(rank, seq)`` found with ``np.maximum.at``. Rows may
-    come in any order (``seq`` orders them) and the result is associative: the winners of ``A`` merged with ``B``
-    are the winners of ``A`` and ``B`` together, which is what lets a compaction reduce its logs batch by batch
+    ordering the last record with the greatest ordering value from the first data record after the key's last
+    commit-time delete on — the deletes between them are dropped, as Hudi drops a delete arriving on a commit-time
+    delete — or that delete alone when no data record follows it), computed on integer codes: keys are
+    dictionary-encoded (one hash pass, no string sort), the ordering values replaced by their dense rank, and each
+    key's best ``(rank, seq)`` found with ``np.maximum.at``. Rows may come in any order (``seq`` orders them) and
+    the result is associative: the winners of ``A`` merged with ``B`` are the winners of ``A`` and ``B`` together,
+    which is what lets a compaction reduce its logs batch by batch
     (Hudi's ``HoodieMergedLogRecordScanner`` folds record by record into its spillable map to the same effect).
 
     Args:
@@ -155,6 +161,8 @@ def latest_per_key(
         ct_delete: whether the record is a commit-time delete.
         ord_: ordering value (any sortable type; null type without ordering).
         mode: ``COMMIT_TIME_ORDERING`` or ``EVENT_TIME_ORDERING``.
+        block_delete: whether the record comes from a delete block (``None``: no record does). Soft deletes
+            (``_hoodie_is_deleted``) are data records.
     """
     n = len(key)
     if n == 0:
@@ -175,6 +183,21 @@ def latest_per_key(
         if ct.any():
             np.maximum.at(last_ct, codes[ct], s[ct])
         eligible = s >= last_ct[codes]
+        if ct.any():
+            # From a commit-time delete on, deletes are dropped until a data record arrives (Hudi's
+            # deltaMergeDeleteRecord keeps the commit-time delete): a key's records count from the first data record
+            # after its last commit-time delete, or that delete alone when none follows.
+            if block_delete is None:
+                data = np.ones(n, dtype=bool)
+            else:
+                bd = block_delete.combine_chunks() if isinstance(block_delete, pa.ChunkedArray) else block_delete
+                data = ~np.asarray(pc.fill_null(bd, False).to_numpy(zero_copy_only=False), dtype=bool)
+            after = eligible & data & ~ct
+            first_data = np.full(groups, np.iinfo(np.int64).max, dtype=np.int64)
+            if after.any():
+                np.minimum.at(first_data, codes[after], s[after])
+            mine = last_ct[codes]
+            eligible = (mine < 0) | (s == mine) | (s >= first_data[codes])
         rank = np.zeros(n, dtype=np.int64)
         o = ord_.combine_chunks() if isinstance(ord_, pa.ChunkedArray) else ord_
         if o.type != pa.null():
@@ -303,14 +326,26 @@ def dedupe_state(state: pa.Table, mode: str) -> pa.Table:
         return state
     pos = pa.array(np.arange(state.num_rows, dtype=np.int64))
     view = pa.table(
-        {"key": state[S_KEY], "seq": state[S_SEQ], "ct_delete": state[S_CT], "ord": state[S_ORD], "pos": pos}
+        {
+            "key": state[S_KEY],
+            "seq": state[S_SEQ],
+            "ct_delete": state[S_CT],
+            "ord": state[S_ORD],
+            "src": pa.array(np.zeros(state.num_rows, dtype=np.int8)),
+            "pos": pos,
+        }
     )
     winners = merge_log_candidates(LogCandidates(view), mode)
     return state.take(winners["pos"])
 
 
-def overlay(older: pa.Table, newer: pa.Table, names: list[str], mode: str) -> pa.Table:
-    """Merge two states (each one row per key): newer wins by the merge rule; partial rows overlay the loser."""
+def overlay(
+    older: pa.Table, newer: pa.Table, names: list[str], mode: str, *, newer_block_delete: bool = False
+) -> pa.Table:
+    """Merge two states (each one row per key): newer wins by the merge rule; partial rows overlay the loser.
+
+    ``newer_block_delete``: ``newer`` is a delete block, whose deletes lose to a commit-time delete (see the module).
+    """
     if older.num_rows == 0:
         return newer
     if newer.num_rows == 0:
@@ -321,13 +356,12 @@ def overlay(older: pa.Table, newer: pa.Table, names: list[str], mode: str) -> pa
     opos, npos = matched["opos"].combine_chunks(), matched["npos"].combine_chunks()
     old_m, new_m = older.take(opos), newer.take(npos)
     if mode == EVENT_TIME and old_m.schema.field(S_ORD).type != pa.null():
-        newer_wins = pc.fill_null(
-            pc.or_(
-                pc.or_(new_m[S_CT], old_m[S_CT]),
-                pc.or_(pc.is_null(old_m[S_ORD]), pc.greater_equal(new_m[S_ORD], old_m[S_ORD])),
-            ),
-            False,
-        )
+        by_order = pc.or_(pc.is_null(old_m[S_ORD]), pc.greater_equal(new_m[S_ORD], old_m[S_ORD]))
+        if newer_block_delete:
+            newer_wins = pc.or_(new_m[S_CT], pc.and_(pc.invert(old_m[S_CT]), pc.fill_null(by_order, False)))
+        else:
+            newer_wins = pc.or_(pc.or_(new_m[S_CT], old_m[S_CT]), by_order)
+        newer_wins = pc.fill_null(newer_wins, False)
     else:
         newer_wins = pa.array(np.ones(matched.num_rows, dtype=bool))
     merged_cols: dict[str, pa.Array | pa.ChunkedArray] = {}

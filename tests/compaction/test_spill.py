@@ -230,6 +230,10 @@ def test_budget_setting_is_checked() -> None:
         configured_memory_budget({MEMORY_MAX_SIZE_KEY: "0"}, "t/.hoodie/hoodie.properties")
 
 
+def _lpk_args(t: pa.Table) -> tuple[pa.ChunkedArray, ...]:
+    return t["key"], t["seq"], t["ct_delete"], t["ord"]
+
+
 @seed(7)
 @settings(max_examples=max(EXAMPLES * 5, 20), deadline=None)
 @given(
@@ -237,7 +241,7 @@ def test_budget_setting_is_checked() -> None:
         st.tuples(
             st.integers(0, 6),  # key
             st.one_of(st.none(), st.integers(0, 4)),  # ordering value
-            st.booleans(),  # commit-time delete
+            st.sampled_from(["data", "delete", "ct"]),  # data row, delete-block delete, commit-time delete
         ),
         min_size=1,
         max_size=60,
@@ -246,7 +250,7 @@ def test_budget_setting_is_checked() -> None:
     shuffle=st.randoms(use_true_random=False),
 )
 def test_latest_per_key_equals_the_sort_based_merge(
-    data: list[tuple[int, int | None, bool]], mode: str, shuffle: object
+    data: list[tuple[int, int | None, str]], mode: str, shuffle: object
 ) -> None:
     n = len(data)
     seqs = list(range(0, 3 * n, 3))
@@ -254,10 +258,10 @@ def test_latest_per_key_equals_the_sort_based_merge(
         {
             "key": pa.array([f"k{k}" for k, _, _ in data]),
             "seq": pa.array(seqs, pa.int64()),
-            "is_delete": pa.array([c for _, _, c in data]),
-            "ct_delete": pa.array([c for _, _, c in data]),
+            "is_delete": pa.array([c != "data" for _, _, c in data]),
+            "ct_delete": pa.array([c == "ct" for _, _, c in data]),
             "ord": pa.array([o for _, o, _ in data], pa.int64()),
-            "src": pa.array(np.zeros(n, dtype=np.int8)),
+            "src": pa.array([int(c != "data") for _, _, c in data], pa.int8()),
             "idx": pa.array(np.arange(n, dtype=np.int64)),
         }
     )
@@ -268,14 +272,14 @@ def test_latest_per_key_equals_the_sort_based_merge(
     order = list(range(n))
     shuffle.shuffle(order)  # type: ignore[attr-defined]
     shuffled = table.take(pa.array(order))
-    got = latest_per_key(shuffled["key"], shuffled["seq"], shuffled["ct_delete"], shuffled["ord"], mode)
+    got = latest_per_key(*_lpk_args(shuffled), mode, pc.equal(shuffled["src"], 1))
     assert sorted(shuffled["idx"].take(pa.array(got)).to_pylist()) == want
     # Associative: reducing two halves, then their winners together, gives the same winners.
     half = n // 2
     parts = [shuffled.slice(0, half), shuffled.slice(half)]
-    firsts = [p.take(pa.array(latest_per_key(p["key"], p["seq"], p["ct_delete"], p["ord"], mode))) for p in parts]
+    firsts = [p.take(pa.array(latest_per_key(*_lpk_args(p), mode, pc.equal(p["src"], 1)))) for p in parts]
     both = pa.concat_tables(firsts)
-    again = latest_per_key(both["key"], both["seq"], both["ct_delete"], both["ord"], mode)
+    again = latest_per_key(*_lpk_args(both), mode, pc.equal(both["src"], 1))
     assert sorted(both["idx"].take(pa.array(again)).to_pylist()) == want
 
 

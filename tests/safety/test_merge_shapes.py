@@ -113,3 +113,35 @@ def test_a_delete_arriving_on_a_commit_time_delete_is_dropped(
     expected = [(3, 5, 305.0)] if compact_after == 2 else [(1, 7, 107.0), (3, 5, 305.0)]
     assert _rs(t.path) == expected
     assert _rows(t.refresh().read()) == expected
+
+
+@pytest.mark.parametrize("version", [6, 9])
+@pytest.mark.parametrize("link_mode", ["copy", "symlink"])
+def test_a_partial_compaction_carries_a_commit_time_delete_a_later_delete_meets(
+    root: Path, version: int, link_mode: str
+) -> None:
+    """Key 1 lives in logs only: written (ts 5), deleted without an ordering value; later logs (event time past the
+    threshold) delete it with ts 9 and write it with ts 7. The snapshot holds the ts-7 row (the ts-9 delete is
+    dropped on the commit-time delete). A partial compaction of the first two logs must carry the commit-time delete
+    in front of the leftovers, or the ts-9 delete wins and the key is gone."""
+    from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
+
+    t = _table(root, version)
+    t.write(_upserts([1, 3], [5, 5], ev=100))
+    ct = _deletes([1])
+    ct["ev"] = pd.array([BASE + 100], dtype="int64")
+    t.write(ct, "delete")
+    d = _deletes([1], 9)
+    d["ev"] = pd.array([BASE + 900], dtype="int64")
+    t.write(d, "delete")
+    t.write(_upserts([1], [7], ev=900))
+    expected = [(1, 7, 107.0), (3, 5, 305.0)]
+    assert _rows(t.refresh().read()) == expected
+    assert _rs(t.path) == expected
+    c = t.compaction.schedule(EventTimeBasedCompactionStrategy(threshold=BASE + 500), link_mode=link_mode)
+    assert c is not None
+    assert [len(op.delta_files) for op in c.plan.operations] == [2], "the plan compacts the first two logs"
+    t.compaction.run(c)
+    assert _rows(t.refresh().read()) == expected
+    assert _rs(t.path) == expected
+    assert _rows(t.read("read_optimized")) == [(3, 5, 305.0)]
