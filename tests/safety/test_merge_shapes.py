@@ -163,3 +163,34 @@ def test_a_null_ordering_value_is_refused(root: Path, version: int, operation: s
     assert str(t.path) in str(err.value)
     assert [i.time for i in t.refresh().timeline.instants] == instants
     assert _rows(t.read()) == [(1, 5, 105.0), (2, 5, 205.0)]
+
+
+@pytest.mark.parametrize("version", [6, 9])
+def test_a_delete_whose_ordering_value_has_another_type_is_refused(root: Path, version: int) -> None:
+    """A delete batch whose ordering column has another type than the table's ordering field (here int64 values on a
+    string field) wrote ``LongWrapper`` ordering values: Hudi compares a delete's ordering value only with one of the
+    same class (``deltaMergeDeleteRecord``: ``isSameClass``) and lets the delete win otherwise — hudi-rs too — while
+    our reader cast it and kept the record. The write is refused, naming the column, as an upsert of the wrong type
+    is, and the table is left as it was."""
+    t = evt.HudiTable.create(
+        root / "t",
+        "m",
+        "id",
+        partition_by="region",
+        ordering_field="ts",
+        buckets=1,
+        merge_mode="event_time",
+        table_version=version,
+    )
+    up = pd.DataFrame(
+        {"id": pd.array([1, 2], dtype="int64"), "region": ["r1", "r0"], "ts": ["s5", "s5"], "v": [1.0, 2.0]}
+    )
+    t.write(up)
+    instants = [i.time for i in t.refresh().timeline.instants]
+    bad = _deletes([1, 2], 3)
+    with pytest.raises(evt.SchemaMismatchError, match="'ts'"):
+        t.write(bad, "delete")
+    assert [i.time for i in t.refresh().timeline.instants] == instants
+    assert _rows(t.read()) == _rs(t.path) == [(1, "s5", 1.0), (2, "s5", 2.0)]
+    t.write(pd.DataFrame({"id": pd.array([1], dtype="int64"), "region": ["r1"], "ts": ["s6"]}), "delete")
+    assert _rows(t.refresh().read()) == _rs(t.path) == [(2, "s5", 2.0)]
