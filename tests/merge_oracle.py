@@ -1,7 +1,9 @@
 """The sort-based log merge the toolkit's hash-based one must agree with (the tests' reference).
 
 Sort every candidate by key, then by preference; the last of each key wins. In event-time ordering, everything
-before a key's last commit-time delete is dropped first, and a commit-time delete ranks below any later record.
+before a key's last commit-time delete is dropped first, then the delete-block records between it and the first data
+record after it (Hudi keeps a commit-time delete when a delete arrives on it), and a commit-time delete ranks below
+any later record.
 """
 
 from __future__ import annotations
@@ -34,7 +36,18 @@ def sort_based_merge(t: pa.Table, mode: str) -> pa.Table:
     ct_seq = pc.if_else(t["ct_delete"], t["seq"], pa.scalar(-1, pa.int64()))
     last_ct = pa.table({"key": t["key"], "ct_seq": ct_seq}).group_by("key").aggregate([("ct_seq", "max")])
     joined = t.join(last_ct, "key", join_type="left outer")
-    t = joined.filter(pc.greater_equal(joined["seq"], joined["ct_seq_max"])).drop_columns(["ct_seq_max"])
+    t = joined.filter(pc.greater_equal(joined["seq"], joined["ct_seq_max"]))
+    # The first data record after the last commit-time delete: delete-block records before it are dropped.
+    data_after = pc.if_else(
+        pc.and_(pc.equal(t["src"], 0), pc.greater(t["seq"], t["ct_seq_max"])), t["seq"], pa.scalar(None, pa.int64())
+    )
+    first = pa.table({"key": t["key"], "d": data_after}).group_by("key").aggregate([("d", "min")])
+    t = t.join(first, "key", join_type="left outer")
+    keep = pc.or_(
+        pc.equal(t["ct_seq_max"], -1),
+        pc.or_(pc.equal(t["seq"], t["ct_seq_max"]), pc.fill_null(pc.greater_equal(t["seq"], t["d_min"]), False)),
+    )
+    t = t.filter(keep).drop_columns(["ct_seq_max", "d_min"])
     rank = pc.if_else(t["ct_delete"], pa.nulls(t.num_rows, t.schema.field("ord").type), t["ord"])
     ranked = t.append_column("rank", rank)
     order = pc.sort_indices(

@@ -8,7 +8,8 @@ It knows nothing of files, buckets or log blocks: it applies each batch, in comm
   removes the key.
 * ``event_time``: an incoming record (or delete carrying an ordering value) replaces the stored state only when its
   ordering value is greater than or equal to the stored one; a deleted key keeps its ordering value as a tombstone.
-  A delete without an ordering value ("natural order") always wins, and anything written after it wins over it.
+  A delete without an ordering value ("natural order") always wins; a record written after it wins over it, a delete
+  written after it is dropped (Hudi 1.x ``deltaMergeDeleteRecord`` keeps the natural-order delete).
 * Deletes of keys never written are no-ops.
 """
 
@@ -73,6 +74,8 @@ class Oracle:
                 ordering = row[self.ordering_field] if use_ord else _NATURAL
                 if not self.event_time:
                     del self.state[k]
+                elif self.state[k][0] is _NATURAL:
+                    continue
                 elif self._wins(k, ordering):
                     self.state[k] = (ordering, None)
             return

@@ -293,19 +293,20 @@ def _state_schema(ctx: SliceReadContext, ord_type: pa.DataType) -> pa.Schema:
 def _reduce_checked(state: pa.Table, mode: str, *, final: bool = False) -> tuple[pa.Table, bool]:
     """``(state reduced to the latest record per key, whether it now holds one row per key)``.
 
-    Short of the final reduction, event-time ordering keeps each key's last commit-time delete beside its winner:
-    records of the key in earlier batches (spilled batches are reduced one by one) must still lose to it.
+    Short of the final reduction, event-time ordering keeps beside each key's winner what records of the key in
+    earlier batches still need to meet (:func:`~evt_toolkit.read.merge.latest_per_key` with ``run``): spilled
+    batches are reduced one by one, and a batch's winner alone does not say how the batch folds onto them.
     """
     if state.num_rows == 0:
         return state, True
-    markers = not final and mode == EVENT_TIME and bool(pc.any(state[_CT]).as_py())
-    keep = latest_per_key(state[KEY], state[_SEQ], state[_CT], state[_ORD], mode, keep_ct_deletes=markers)
+    run = not final and mode == EVENT_TIME
+    keep = latest_per_key(state[KEY], state[_SEQ], state[_CT], state[_ORD], mode, pc.equal(state[_SRC], 1), run=run)
     if len(keep) == state.num_rows:
-        return state, not markers
+        return state, not run
     if not final and len(keep) > 0.85 * state.num_rows:
         # Hardly any duplicates: copying the batch to drop them costs more memory than keeping them until later.
         return state, False
-    return state.take(pa.array(keep)), not markers
+    return state.take(pa.array(keep)), not run
 
 
 def _reduce(state: pa.Table, mode: str, *, final: bool = False) -> pa.Table:

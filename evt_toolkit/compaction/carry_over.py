@@ -25,6 +25,9 @@ exactly as the old one did (``docs/data-safety.md`` works the cases through):
   - ``m`` is a commit-time delete and the key has a base row and a later record: Hudi lets the later record win
     the log merge and then loses it to the base row when that row's ordering value is greater, so the base row must
     stay;
+  - ``m`` is a commit-time delete of a key without a base row and a later log holds a record of it: ``m`` is carried
+    all the same, since Hudi drops a delete that arrives on a commit-time delete (``deltaMergeDeleteRecord``) but
+    not one that arrives on nothing — without ``m`` a later delete would win over the data record after it;
   - a later log holds a commit-time delete of the key and ``m`` replaced (or created) the base row: after such a
     delete, a later record with a smaller ordering value wins the log merge and is then compared with the *base*
     row — the old one, not ``m``;
@@ -68,8 +71,8 @@ class CarryOverDecision:
         kept: keys left in kept form (old base row stays, the prefix's winner is carried).
         split: of those, keys kept because of the exact split.
         ct_sensitive_keys: keys in compacted form whose prefix winner deletes a base row (a commit-time delete, or any
-            delete that took the base row away): a later record of such a key would need the kept form (the driver
-            checks writes landing during the run).
+            delete that took the base row away), or is a commit-time delete (event-time ordering): a later record of
+            such a key would need the kept form (the driver checks writes landing during the run).
     """
 
     keep_base: npt.NDArray[np.bool_]
@@ -91,15 +94,18 @@ def _np_bool(a: pa.Array | pa.ChunkedArray) -> npt.NDArray[np.bool_]:
     return np.asarray(pc.fill_null(a, False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
-def needs_later_keys(winners: pa.Table, has_base: npt.NDArray[np.bool_]) -> bool:
+def needs_later_keys(winners: pa.Table, has_base: npt.NDArray[np.bool_], event_time_ordering: bool = False) -> bool:
     """Whether :func:`decide` needs every key of the later logs, not only their commit-time deletes.
 
-    Only when some prefix winner is a delete of a key that has a base row (in either ordering): a later record of
-    that key decides between the compacted and the kept form.
+    Only when some prefix winner is a delete of a key that has a base row (in either ordering), or a commit-time
+    delete (in event-time ordering): a later record of that key decides between the compacted and the kept form.
     """
     if winners.num_rows == 0:
         return False
-    return bool(np.any(_np_bool(winners["is_delete"]) & has_base))
+    needs = _np_bool(winners["is_delete"]) & has_base
+    if event_time_ordering:
+        needs |= _np_bool(winners["ct_delete"])
+    return bool(np.any(needs))
 
 
 def first_base_rows(base_keys: pa.Array, keys: pa.Array) -> npt.NDArray[np.int64]:
@@ -178,8 +184,9 @@ def decide(
         in_later_ct = _np_bool(pc.is_in(keys, value_set=later_ct_keys.cast(pa.string())))
         # A later commit-time delete lets a later, lower record be compared with the *old* base row.
         hazard = ~ct & replaced & in_later_ct & ~(~has_base & is_del)
-        # The prefix's commit-time delete of a base row: a later record may still lose to that row.
-        hazard |= ct & has_base & in_later
+        # The prefix's commit-time delete of a base row: a later record may still lose to that row. Without a base
+        # row, a later delete is dropped on it where it would win on nothing: it is carried either way.
+        hazard |= ct & in_later
         kept |= hazard
     split = np.zeros(n, dtype=bool)
     if split_mask is not None and len(emitted):
@@ -194,7 +201,7 @@ def decide(
     base_log = emitted[~np.isin(emitted, kept_data)]
     carry_data = np.concatenate([kept_data, idx[tomb & (src == 0)]])
     carry_del = np.flatnonzero((kept | tomb) & (src == 1)).astype(np.int64)
-    sensitive = ((ct & has_base) | takes_key_out) & ~kept
+    sensitive = ((ct & (has_base | event_time_ordering)) | takes_key_out) & ~kept
     return CarryOverDecision(
         keep_base=keep,
         base_log_idx=base_log,

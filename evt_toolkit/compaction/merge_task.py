@@ -393,7 +393,7 @@ def _decide(ctx: SliceReadContext, merge: SliceMerge, task: MergeTask, later: _L
     later_keys: pa.Array | None = None
     later_ct = pa.array([], pa.string())
     has_base = first_base_rows(base_keys, merge.winners["key"].combine_chunks()) >= 0
-    need_keys = needs_later_keys(merge.winners, has_base)
+    need_keys = needs_later_keys(merge.winners, has_base, event_ordering)
     if event_ordering or need_keys:  # commit-time ordering too: a deleted base row a later record keeps alive
         later_keys, later_ct = later.get(need_keys)
     emitted_idx = merge.emitted["idx"].combine_chunks()

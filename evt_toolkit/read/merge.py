@@ -7,12 +7,14 @@ answers on the fixtures confirm):
   base record; a delete removes the key.
 * **EVENT_TIME_ORDERING** (v6 ``DefaultHoodieRecordPayload``): a newer record wins when its ordering value is ``>=``
   the current one (ties go to the newer record). A delete whose ordering value is null, or the ``IntWrapper(0)``
-  sentinel SQL ``DELETE`` writes, is a *commit-time* delete and always wins. Against the base record the log record
-  wins unless the base's ordering value is strictly greater (``EventTimeRecordMerger.finalMerge``).
+  sentinel SQL ``DELETE`` writes, is a *commit-time* delete and always wins; a data record arriving on it wins, but a
+  delete arriving on it is dropped (``EventTimeRecordMerger.deltaMergeDeleteRecord`` keeps an existing commit-time
+  delete). Against the base record the log record wins unless the base's ordering value is strictly greater
+  (``EventTimeRecordMerger.finalMerge``).
 
-Folding "newer wins if >=" over a key's records is the same as taking the *last* record with the greatest ordering
-value among those after the key's last commit-time delete, which is what lets us merge with sorts instead of a
-per-record Python loop.
+Folding those rules over a key's records is the same as taking the *last* record with the greatest ordering value
+among those from the first data record after the key's last commit-time delete on (that delete itself when no data
+record follows it), which is what lets us merge with sorts instead of a per-record Python loop.
 """
 
 from __future__ import annotations
@@ -128,7 +130,8 @@ def merge_log_candidates(cands: LogCandidates, mode: str) -> pa.Table:
     t = cands.table
     if t.num_rows == 0:
         return t
-    winners = t.take(pa.array(latest_per_key(t["key"], t["seq"], t["ct_delete"], t["ord"], mode)))
+    block_delete = pc.equal(t["src"], 1)
+    winners = t.take(pa.array(latest_per_key(t["key"], t["seq"], t["ct_delete"], t["ord"], mode, block_delete)))
     return winners.take(pc.sort_indices(winners["key"]))
 
 
@@ -138,22 +141,26 @@ def latest_per_key(
     ct_delete: pa.Array | pa.ChunkedArray,
     ord_: pa.Array | pa.ChunkedArray,
     mode: str,
+    block_delete: pa.Array | pa.ChunkedArray | None,
     *,
-    keep_ct_deletes: bool = False,
+    run: bool = False,
 ) -> np.ndarray:
     """Positions of each key's winning record, ascending — :func:`merge_log_candidates` by hashing, not sorting.
 
     The same rule as :func:`merge_log_candidates` (a later record wins in commit-time ordering; in event-time
-    ordering the last record with the greatest ordering value after the key's last commit-time delete, which ranks
-    lowest), computed on integer codes: keys are dictionary-encoded (one hash pass, no string sort), the ordering
-    values replaced by their dense rank, and each key's best ``(rank, seq)`` found with ``np.maximum.at``. Rows may
-    come in any order (``seq`` orders them).
+    ordering the last record with the greatest ordering value from the first data record after the key's last
+    commit-time delete on — the deletes between them are dropped, as Hudi drops a delete arriving on a commit-time
+    delete — or that delete alone when no data record follows it), computed on integer codes: keys are
+    dictionary-encoded (one hash pass, no string sort), the ordering values replaced by their dense rank, and each
+    key's best ``(rank, seq)`` found with ``np.maximum.at``. Rows may come in any order (``seq`` orders them).
 
     A compaction reduces its logs batch by batch (Hudi's ``HoodieMergedLogRecordScanner`` folds record by record
-    into its spillable map to the same effect): with ``keep_ct_deletes`` the reduction of a run of records ``B``
-    also keeps each key's last commit-time delete, so that the winners of ``A`` merged with those of a later ``B``
-    are the winners of ``A`` and ``B`` together. Without it, a winner of ``B`` that came after a commit-time delete
-    would compete with ``A``'s records, which that delete had put out of the race.
+    into its spillable map to the same effect). The winner of a batch alone does not say how the batch folds onto
+    what came before it: a commit-time delete in it puts earlier records out of the race, and after an earlier
+    commit-time delete its deletes before its first data record do not count. With ``run`` (the records are a run
+    that earlier records of the keys may precede) each key also keeps its last commit-time delete, its first data
+    record after it (of the run when there is none) and the best record from that one on, so that reducing the
+    kept records of consecutive runs together gives the winners of all their records.
 
     Args:
         key: record keys (string).
@@ -161,8 +168,9 @@ def latest_per_key(
         ct_delete: whether the record is a commit-time delete.
         ord_: ordering value (any sortable type; null type without ordering).
         mode: ``COMMIT_TIME_ORDERING`` or ``EVENT_TIME_ORDERING``.
-        keep_ct_deletes: also return each key's last commit-time delete (event-time ordering; a reduction that
-            records of the key from earlier runs may still meet).
+        block_delete: whether the record comes from a delete block (``None``: no record does). Soft deletes
+            (``_hoodie_is_deleted``) are data records.
+        run: keep what a later reduction with earlier records of the keys needs (event-time ordering).
     """
     n = len(key)
     if n == 0:
@@ -175,41 +183,64 @@ def latest_per_key(
     s = s - s.min()
     span = int(s.max()) + 1
     if mode != EVENT_TIME:
-        score = s
-        eligible = None
-    else:
-        ct = np.asarray(pc.fill_null(ct_delete, False).to_numpy(zero_copy_only=False), dtype=bool)
-        last_ct = np.full(groups, -1, dtype=np.int64)
+        best = np.full(groups, -1, dtype=np.int64)
+        np.maximum.at(best, codes, s)
+        return np.flatnonzero(s == best[codes])
+    ct = np.asarray(pc.fill_null(ct_delete, False).to_numpy(zero_copy_only=False), dtype=bool)
+    last_ct = np.full(groups, -1, dtype=np.int64)
+    if ct.any():
+        np.maximum.at(last_ct, codes[ct], s[ct])
+    mine = last_ct[codes]
+    eligible = s >= mine
+    first_data: np.ndarray | None = None
+    if ct.any() or run:
+        # From a commit-time delete on, deletes are dropped until a data record arrives (Hudi's
+        # deltaMergeDeleteRecord keeps the commit-time delete): a key's records count from the first data record
+        # after its last commit-time delete, or that delete alone when none follows.
+        if block_delete is None:
+            data = ~ct
+        else:
+            bd = block_delete.combine_chunks() if isinstance(block_delete, pa.ChunkedArray) else block_delete
+            data = ~np.asarray(pc.fill_null(bd, False).to_numpy(zero_copy_only=False), dtype=bool) & ~ct
+        after = eligible & data
+        first_data = np.full(groups, np.iinfo(np.int64).max, dtype=np.int64)
+        if after.any():
+            np.minimum.at(first_data, codes[after], s[after])
         if ct.any():
-            np.maximum.at(last_ct, codes[ct], s[ct])
-        eligible = s >= last_ct[codes]
-        rank = np.zeros(n, dtype=np.int64)
-        o = ord_.combine_chunks() if isinstance(ord_, pa.ChunkedArray) else ord_
-        if o.type != pa.null():
-            valid = ~ct & ~np.asarray(o.is_null().to_numpy(zero_copy_only=False), dtype=bool)
-            if valid.any():
-                rank[valid] = _order_codes(o.filter(pa.array(valid)), span)
-        top = int(rank.max())
-        if top and top > (np.iinfo(np.int64).max // 2) // span:
-            # (rank, seq) does not fit one int64: sort instead (never at realistic sizes).
-            order = np.lexsort((s, rank, codes))
-            order = order[eligible[order]]
-            c = codes[order]
-            last = np.ones(len(order), dtype=bool)
-            last[:-1] = c[:-1] != c[1:]
-            out = np.sort(order[last])
-            if keep_ct_deletes:
-                out = np.union1d(out, np.flatnonzero(ct & (s == last_ct[codes])))
-            return out
-        score = rank * span + s
+            eligible = (mine < 0) | (s == mine) | (s >= first_data[codes])
+    rank = np.zeros(n, dtype=np.int64)
+    o = ord_.combine_chunks() if isinstance(ord_, pa.ChunkedArray) else ord_
+    if o.type != pa.null():
+        valid = ~ct & ~np.asarray(o.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+        if valid.any():
+            rank[valid] = _order_codes(o.filter(pa.array(valid)), span)
+    top = int(rank.max())
+    if top and top > (np.iinfo(np.int64).max // 2) // span:
+        # (rank, seq) does not fit one int64: sort instead (never at realistic sizes).
+        if run:
+            return np.arange(n, dtype=np.int64)  # a run kept whole folds onto anything as its records do
+        order = np.lexsort((s, rank, codes))
+        order = order[eligible[order]]
+        c = codes[order]
+        last = np.ones(len(order), dtype=bool)
+        last[:-1] = c[:-1] != c[1:]
+        return np.sort(order[last])
+    score = rank * span + s
     best = np.full(groups, -1, dtype=np.int64)
-    if eligible is None:
-        np.maximum.at(best, codes, score)
-        return np.flatnonzero(score == best[codes])
     np.maximum.at(best, codes[eligible], score[eligible])
     win = eligible & (score == best[codes])
-    if keep_ct_deletes:
-        win |= ct & (s == last_ct[codes])
+    if run:
+        assert first_data is not None
+        first = first_data[codes]
+        from_first = s >= first
+        best_from = np.full(groups, -1, dtype=np.int64)
+        np.maximum.at(best_from, codes[from_first], score[from_first])
+        best_after = from_first & (score == best_from[codes])
+        # The first data record marks where the run's records count after an earlier commit-time delete; needed
+        # only where the best record from it on is a delete (otherwise that record marks it itself).
+        needs_first = np.zeros(groups, dtype=bool)
+        needs_first[codes[best_after & ~data]] = True
+        win |= (ct & (s == mine)) | best_after | ((s == first) & needs_first[codes])
     return np.flatnonzero(win)
 
 
@@ -338,14 +369,26 @@ def dedupe_state(state: pa.Table, mode: str) -> pa.Table:
         return state
     pos = pa.array(np.arange(state.num_rows, dtype=np.int64))
     view = pa.table(
-        {"key": state[S_KEY], "seq": state[S_SEQ], "ct_delete": state[S_CT], "ord": state[S_ORD], "pos": pos}
+        {
+            "key": state[S_KEY],
+            "seq": state[S_SEQ],
+            "ct_delete": state[S_CT],
+            "ord": state[S_ORD],
+            "src": pa.array(np.zeros(state.num_rows, dtype=np.int8)),
+            "pos": pos,
+        }
     )
     winners = merge_log_candidates(LogCandidates(view), mode)
     return state.take(winners["pos"])
 
 
-def overlay(older: pa.Table, newer: pa.Table, names: list[str], mode: str) -> pa.Table:
-    """Merge two states (each one row per key): newer wins by the merge rule; partial rows overlay the loser."""
+def overlay(
+    older: pa.Table, newer: pa.Table, names: list[str], mode: str, *, newer_block_delete: bool = False
+) -> pa.Table:
+    """Merge two states (each one row per key): newer wins by the merge rule; partial rows overlay the loser.
+
+    ``newer_block_delete``: ``newer`` is a delete block, whose deletes lose to a commit-time delete (see the module).
+    """
     if older.num_rows == 0:
         return newer
     if newer.num_rows == 0:
@@ -356,13 +399,12 @@ def overlay(older: pa.Table, newer: pa.Table, names: list[str], mode: str) -> pa
     opos, npos = matched["opos"].combine_chunks(), matched["npos"].combine_chunks()
     old_m, new_m = older.take(opos), newer.take(npos)
     if mode == EVENT_TIME and old_m.schema.field(S_ORD).type != pa.null():
-        newer_wins = pc.fill_null(
-            pc.or_(
-                pc.or_(new_m[S_CT], old_m[S_CT]),
-                pc.or_(pc.is_null(old_m[S_ORD]), pc.greater_equal(new_m[S_ORD], old_m[S_ORD])),
-            ),
-            False,
-        )
+        by_order = pc.or_(pc.is_null(old_m[S_ORD]), pc.greater_equal(new_m[S_ORD], old_m[S_ORD]))
+        if newer_block_delete:
+            newer_wins = pc.or_(new_m[S_CT], pc.and_(pc.invert(old_m[S_CT]), pc.fill_null(by_order, False)))
+        else:
+            newer_wins = pc.or_(pc.or_(new_m[S_CT], old_m[S_CT]), by_order)
+        newer_wins = pc.fill_null(newer_wins, False)
     else:
         newer_wins = pa.array(np.ones(matched.num_rows, dtype=bool))
     merged_cols: dict[str, pa.Array | pa.ChunkedArray] = {}

@@ -455,7 +455,17 @@ def _read_partial_slice(ctx: SliceReadContext, base: pa.Table | None, queued: li
             )
         seq0 += block_state.num_rows
         block_state = dedupe_state(block_state, ctx.merge_mode)
-        state = block_state if state is None else overlay(state, block_state, names, ctx.merge_mode)
+        state = (
+            block_state
+            if state is None
+            else overlay(
+                state,
+                block_state,
+                names,
+                ctx.merge_mode,
+                newer_block_delete=q.block.block_type == BlockType.DELETE,
+            )
+        )
     assert state is not None
     if base is not None and base.num_rows:
         # Only the first base row of a key merges (see merge_with_base); later duplicates pass through.

@@ -305,7 +305,7 @@ def prepare_batch(
 
     Raises:
         SchemaMismatchError: a needed field is missing or mistyped.
-        WriteError: null/empty record keys.
+        WriteError: null/empty record keys, or null ordering values in an upsert or insert.
 
     Example:
         >>> spec = WriteJobSpec("/t", "20250101000000000", "upsert",
@@ -324,6 +324,13 @@ def prepare_batch(
     ordering = data[spec.ordering_field].combine_chunks() if has_ordering and spec.ordering_field else None
     if ordering is not None and pa.types.is_dictionary(ordering.type):
         ordering = ordering.dictionary_decode()
+    if ordering is not None and spec.operation != "delete" and ordering.null_count:
+        # Hudi's writers refuse it (HoodieAvroUtils.getNestedFieldVal: "The value of <field> can not be null"): a
+        # null has no place in event-time order, and where a record sits (log or base) would decide its fate.
+        raise WriteError(
+            f"ordering (precombine) field {spec.ordering_field!r} is null in {ordering.null_count} rows of the batch "
+            f"for table {spec.table_uri}; every upserted or inserted record needs an ordering value"
+        )
     keep = _dedupe_indices(keys, ordering)
     keys, partitions = keys.take(keep), partitions.take(keep)
     # Hudi 1.x writers (table versions 8 and 9) split record keys into hash keys their own way (HUDI-8403).

@@ -165,10 +165,18 @@ def _writer_schema(table: Table, batch: pa.Schema, operation: str) -> dict[str, 
     existing = latest_avro_schema(cfg, table.timeline)
     if existing is None:
         return derived
-    if operation == "delete":
-        return existing
     have = {f["name"]: _strip_null(f["type"]) for f in derived["fields"]}
     want = {f["name"]: _strip_null(f["type"]) for f in existing["fields"] if f["name"] not in META_FIELDS}
+    if operation == "delete":
+        # A delete's ordering value is compared only with one of the same class (Hudi's deltaMergeDeleteRecord,
+        # isSameClass); of another type it would win where our reader, casting it, might let the record stay.
+        o = cfg.ordering_field
+        if o and o in have and o in want and _type_key(have[o]) != _type_key(want[o]):
+            raise SchemaMismatchError(
+                f"the deletes' ordering field {o!r} has Avro type {json.dumps(have[o])}, the table has "
+                f"{json.dumps(want[o])}"
+            )
+        return existing
     missing = [n for n in want if n not in have]
     if missing:
         raise SchemaMismatchError(f"columns {', '.join(map(repr, missing))} of the table schema are missing")

@@ -271,6 +271,13 @@ ORDERING_TYPES: dict[str, Callable[[list[int | None]], pa.Array]] = {
 }
 
 
+_R = random.Random(0)
+
+
+def _lpk_args(t: pa.Table) -> tuple[pa.ChunkedArray, ...]:
+    return t["key"], t["seq"], t["ct_delete"], t["ord"]
+
+
 @seed(7)
 @settings(max_examples=max(EXAMPLES * 5, 20), deadline=None)
 @given(
@@ -278,7 +285,7 @@ ORDERING_TYPES: dict[str, Callable[[list[int | None]], pa.Array]] = {
         st.tuples(
             st.integers(0, 6),  # key
             st.one_of(st.none(), st.integers(0, 4)),  # ordering value
-            st.booleans(),  # commit-time delete
+            st.sampled_from(["data", "delete", "ct"]),  # data row, delete-block delete, commit-time delete
         ),
         min_size=1,
         max_size=60,
@@ -287,11 +294,15 @@ ORDERING_TYPES: dict[str, Callable[[list[int | None]], pa.Array]] = {
     ord_type=st.sampled_from(sorted(ORDERING_TYPES)),
     shuffle=st.randoms(use_true_random=False),
 )
-@example(  # 4, then in the second half a commit-time delete and 1: the delete must reach the final reduction
-    data=[(0, 4, False), (0, None, True), (0, 1, False)], mode=EVENT_TIME, ord_type="int64", shuffle=random.Random(0)
-)
+# Halves that reduce to a winner not telling how they fold onto the first half: 4, then a commit-time delete and 1
+# (the delete must reach the final reduction); a commit-time delete, then a delete of 4 and 1 (the delete arrives on
+# the commit-time delete and does not count); a commit-time delete, then 0 and a delete of 4 (the delete counts, as
+# it came after a data record).
+@example(data=[(0, 4, "data"), (0, None, "ct"), (0, 1, "data")], mode=EVENT_TIME, ord_type="int64", shuffle=_R)
+@example(data=[(0, None, "ct"), (0, 4, "delete"), (0, 1, "data")], mode=EVENT_TIME, ord_type="int64", shuffle=_R)
+@example(data=[(0, None, "ct"), (0, 0, "data"), (0, 4, "delete")], mode=EVENT_TIME, ord_type="int64", shuffle=_R)
 def test_latest_per_key_equals_the_sort_based_merge(
-    data: list[tuple[int, int | None, bool]], mode: str, ord_type: str, shuffle: object
+    data: list[tuple[int, int | None, str]], mode: str, ord_type: str, shuffle: object
 ) -> None:
     """Every ordering type a table can have: integer and temporal values compared as offsets where their range
     allows, as a dense rank otherwise (a range too wide, unsigned values past int64, strings, doubles)."""
@@ -301,10 +312,10 @@ def test_latest_per_key_equals_the_sort_based_merge(
         {
             "key": pa.array([f"k{k}" for k, _, _ in data]),
             "seq": pa.array(seqs, pa.int64()),
-            "is_delete": pa.array([c for _, _, c in data]),
-            "ct_delete": pa.array([c for _, _, c in data]),
+            "is_delete": pa.array([c != "data" for _, _, c in data]),
+            "ct_delete": pa.array([c == "ct" for _, _, c in data]),
             "ord": ORDERING_TYPES[ord_type]([o for _, o, _ in data]),
-            "src": pa.array(np.zeros(n, dtype=np.int8)),
+            "src": pa.array([int(c != "data") for _, _, c in data], pa.int8()),
             "idx": pa.array(np.arange(n, dtype=np.int64)),
         }
     )
@@ -315,19 +326,19 @@ def test_latest_per_key_equals_the_sort_based_merge(
     order = list(range(n))
     shuffle.shuffle(order)  # type: ignore[attr-defined]
     shuffled = table.take(pa.array(order))
-    got = latest_per_key(shuffled["key"], shuffled["seq"], shuffled["ct_delete"], shuffled["ord"], mode)
+    got = latest_per_key(*_lpk_args(shuffled), mode, pc.equal(shuffled["src"], 1))
     assert sorted(shuffled["idx"].take(pa.array(got)).to_pylist()) == want
     # As a compaction reduces its batches: the first and the second half of the records in replay order, each
-    # reduced on its own (keeping each key's last commit-time delete), then their results together, in any order,
-    # give the same winners.
+    # reduced on its own as a run (keeping what a fold onto earlier records needs), then their results together, in
+    # any order, give the same winners.
     half = n // 2
     firsts = []
     for part in (table.slice(0, half), table.slice(half)):
-        kept = latest_per_key(part["key"], part["seq"], part["ct_delete"], part["ord"], mode, keep_ct_deletes=True)
+        kept = latest_per_key(*_lpk_args(part), mode, pc.equal(part["src"], 1), run=True)
         firsts.append(part.take(pa.array(kept)))
     both = pa.concat_tables(firsts)
     mixed = both.take(pa.array(shuffle.sample(range(both.num_rows), both.num_rows)))  # type: ignore[attr-defined]
-    again = latest_per_key(mixed["key"], mixed["seq"], mixed["ct_delete"], mixed["ord"], mode)
+    again = latest_per_key(*_lpk_args(mixed), mode, pc.equal(mixed["src"], 1))
     assert sorted(mixed["idx"].take(pa.array(again)).to_pylist()) == want
 
 

@@ -3,7 +3,8 @@
 Hudi reads a key as *merge its log records among themselves, then merge the winner with the base row*
 (``HoodieMergedLogRecordScanner`` + the record merger's final merge). With commit-time ordering the latest record
 wins everywhere; with event-time ordering a newer record wins the log merge when its ordering value is ``>=`` the
-current one, a delete without an ordering value (commit-time delete) always wins and anything after it wins over it,
+current one, a delete without an ordering value (commit-time delete) always wins, a data record after it wins over
+it and a delete after it is dropped,
 and the base row survives the final merge only when its ordering value is strictly greater (and the log winner is
 no commit-time delete). Because the base row takes part only at the end, *where* a record sits (base or log)
 matters, so the model keeps, per file group, the base rows and the ordered list of log units (one per log file the
@@ -72,6 +73,8 @@ class Model:
         """The winner of a key's log records in replay order."""
         state: Rec | None = None
         for r in records:
+            if self.event_time and state is not None and state.kind == "ct" and r.kind == "del":
+                continue  # Hudi keeps a commit-time delete when a delete arrives on it (deltaMergeDeleteRecord)
             if (
                 not self.event_time
                 or r.kind == "ct"
@@ -155,8 +158,9 @@ class Model:
                 else:
                     g.base[k] = compacted
                 replaced = b is None or _row(compacted) != _row(b) or compacted is None
-                if self.event_time and m.tombstone and replaced:
-                    carry.append(m)
+                later = any(r.key == k for u in rest for r in u)
+                if self.event_time and ((m.tombstone and replaced) or (m.kind == "ct" and later)):
+                    carry.append(m)  # a commit-time delete drops the deletes after it: a later one must meet it
             elif same_as_b:
                 carry.append(m)  # kept form: the base row stays, the prefix's winner is carried
             else:
