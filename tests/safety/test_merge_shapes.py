@@ -11,16 +11,19 @@ a compaction must not change any answer.
 :func:`test_random_histories_keep_their_answers` runs seeded random histories built to hit the edge cases: few keys
 and few distinct ordering values (ties across writes and within one write), keys written twice in one batch, soft
 deletes, deletes whose ordering value is lower, equal or higher than the live record's, commit-time deletes, deletes
-of keys only in logs, ordering fields of type long, int and string; compactions of every shape (full, event-time
-partial with copy or symlink links made at schedule or at execute time, exact split) with writes landing between
-schedule and run, run with the tasks side by side or one at a time, with a memory budget forcing the merge to spill,
-sometimes unscheduled instead. After every step our snapshot equals the model of Hudi's answers
-(:mod:`tests.safety.model`, which folds as above), hudi-rs's snapshot and read-optimized view equal ours, and time
-travel to every earlier write still returns what the snapshot was then; a compaction leaves the snapshot, every time
-travel and every incremental window between writes that ended before it was scheduled as they were. (A window
-ending after the compaction was requested holds writes that landed in its new slice: once it completes, their
-records meet its base file where before they met only the window's log blocks — Hudi's incremental merge skips log
-blocks outside the window, not base rows — so a record that lost to an older version can drop out of such a window.)
+of keys only in logs, ordering fields of type long, int and string, event-time and commit-time ordering; compactions
+of every shape (full, event-time partial with copy or symlink links made at schedule or at execute time, exact
+split) with writes landing between schedule and run, run with the tasks side by side or one at a time, with a memory
+budget forcing the merge to spill, sometimes unscheduled instead. After every step our snapshot equals the model of
+Hudi's answers (:mod:`tests.safety.model`, which folds as above), hudi-rs's snapshot and read-optimized view equal
+ours, and time travel to every earlier write still returns what the snapshot was then; a compaction leaves the
+snapshot, every time travel and every incremental window between writes that ended before it was scheduled as they
+were. (A window ending after the compaction was requested holds writes that landed in its new slice: once it
+completes, their records meet its base file where before they met only the window's log blocks — Hudi's incremental
+merge skips log blocks outside the window, not base rows — so a record that lost to an older version can drop out of
+such a window.)
+
+:func:`test_spark_compaction_equals_the_local_one` runs one adversarial plan on Spark and here: the same outputs.
 
 ``EVT_SAFETY3_EXAMPLES`` (default 8) histories of ``EVT_SAFETY3_STEPS`` (default 14) steps run in CI; the long run is
 e.g. ``EVT_SAFETY3_EXAMPLES=200 EVT_SAFETY3_STEPS=16``. A failure names its seed: ``EVT_SAFETY3_SEED=<n>`` reruns it.
@@ -231,7 +234,8 @@ class _History:
         rng = self.rng
         self.version = rng.choice([6, 8, 9])
         self.kind = rng.choice(["long", "int", "string"])
-        self.desc = f"seed {seed}: v{self.version}, ordering {self.kind}"
+        self.merge_mode = "commit_time" if rng.random() < 0.25 else "event_time"
+        self.desc = f"seed {seed}: v{self.version}, {self.merge_mode}, ordering {self.kind}"
         self.t = evt.HudiTable.create(
             root / "t",
             "h",
@@ -240,14 +244,14 @@ class _History:
             ordering_field="ts",
             event_time_field="ev",
             buckets=1,
-            merge_mode="event_time",
+            merge_mode=self.merge_mode,
             table_version=self.version,
         )
         if rng.random() < 0.4:  # every compaction task spills its key state
             props = root / "t" / ".hoodie" / "hoodie.properties"
             props.write_text(props.read_text() + f"{MEMORY_MAX_SIZE_KEY}=1\n")
             self.desc += ", spilling"
-        self.model = Model(event_time=True)
+        self.model = Model(event_time=self.merge_mode == "event_time")
         self.writes: list[str] = []
         self.as_of: dict[str, list[tuple[Any, ...]]] = {}
         self.serial = 0
@@ -424,3 +428,42 @@ def test_random_histories_keep_their_answers(root: Path, seed: int) -> None:
         else:
             h.random_write()
         h.check()
+
+
+def _adversarial(t: evt.HudiTable) -> None:
+    """Every edge the merge has, in both partitions: ties, in-batch duplicates, soft deletes, deletes below, at and
+    above the live record, commit-time deletes followed by deletes and by lower records, keys only in logs."""
+    t.write(_upserts([0, 1, 2, 3, 4, 5, 6, 7], [5, 5, 5, 5, 5, 5, 5, 5], ev=100))
+    t.write(_upserts([0, 0, 1, 1], [5, 7, 5, 5], ev=150))  # a tie across writes, a duplicate in one write
+    t.write(_deletes([2], 3), "delete")  # below the live record: loses
+    t.write(_deletes([3], 5), "delete")  # equal: wins
+    t.write(_deletes([4, 5]), "delete")  # commit-time
+    t.write(_deletes([4], 9), "delete")  # arrives on the commit-time delete: dropped
+    t.write(_upserts([5, 6], [1, 6], ev=200, deleted=[False, True]))  # lower after a commit-time delete; soft delete
+    t.write(_upserts([4, 3, 8], [2, 4, 1], ev=800))  # after the dropped delete; lower than a tombstone; new key
+    t.write(_upserts([7, 9], [1, 1], ev=900))  # lower than live; new key
+
+
+def test_spark_compaction_equals_the_local_one(root: Path, spark: Any) -> None:
+    """The plan run on Spark writes the same base files and carry-over records as the one run here, and both
+    tables read as before, ours and hudi-rs's."""
+    from tests.compaction.test_spill import _outputs
+
+    src = _table(root / "src", 9)
+    _adversarial(src)
+    before = _rows(src.refresh().read())
+    c = src.compaction.schedule(EventTimeBasedCompactionStrategy(threshold=BASE + 500))
+    assert c is not None
+    outputs = {}
+    for name in ("local", "spark"):
+        shutil.copytree(root / "src" / "t", root / name, symlinks=True)
+        t = evt.HudiTable.open(root / name)
+        t.compaction.run(c.instant, spark=spark if name == "spark" else None)
+        assert _rows(t.refresh().read()) == before, f"{name}: the compaction changed the snapshot"
+        assert _rs(str(t.path)) == before, f"{name}: hudi-rs after the compaction"
+        outputs[name] = _outputs(t, c.instant)
+    (lb, lc), (sb, sc) = outputs["local"], outputs["spark"]
+    assert sorted(lb) == sorted(sb) and lb
+    for name in lb:
+        assert lb[name].drop_columns(["_hoodie_file_name"]).equals(sb[name].drop_columns(["_hoodie_file_name"])), name
+    assert lc == sc, "the same carry-over records"
