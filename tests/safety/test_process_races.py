@@ -332,3 +332,59 @@ def test_a_write_planned_before_a_compaction_was_scheduled(
     assert {r[0]: r[2] for r in _hudi_rs(str(t.path), None)}[0] == want
     t.write(rows([0], 40, 100))
     assert {r["id"]: r["ts"] for r in t.refresh().read(columns=["id", "ts"]).to_pylist()}[0] == 40
+
+
+@pytest.mark.parametrize("version", [6, 9])
+def test_a_write_into_the_new_slice_while_its_compaction_is_unscheduled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: int
+) -> None:
+    """An unschedule lists the planned slices (no writer's log in the new one yet), then a write that saw the plan
+    puts its log into the new slice and completes, then the unschedule deletes the plan. On version 6 that log is
+    named after the plan's instant, which is then on no timeline: the completed write would never be read. Either
+    the write fails or the unschedule refuses (or restores the plan): every reported write is read."""
+    import evt_toolkit.services.unschedule as unschedule
+    from evt_toolkit.compaction import UnBoundedCompactionStrategy
+    from evt_toolkit.errors import EvtError
+
+    t = evt.HudiTable.create(
+        tmp_path / "t",
+        "r",
+        "id",
+        partition_by="region",
+        ordering_field="ts",
+        event_time_field="ev",
+        buckets=1,
+        merge_mode="event_time",
+        table_version=version,
+    )
+    t.write(rows(range(6), 10, 100))
+    c = t.compaction.schedule(UnBoundedCompactionStrategy())
+    assert c is not None
+    other = evt.HudiTable.open(tmp_path / "t")
+    deleting = unschedule.has_metadata_table  # called after the listing, right before the deletes
+    wrote: list[bool] = []
+
+    def write_in_between(table: Any) -> bool:
+        if not wrote:
+            try:
+                other.write(rows([0, 1], 30, 100))
+                wrote.append(True)
+            except EvtError:
+                wrote.append(False)
+        return deleting(table)
+
+    monkeypatch.setattr(unschedule, "has_metadata_table", write_in_between)
+    report = t.compaction.unschedule(c.instant, dry_run=False)
+    monkeypatch.setattr(unschedule, "has_metadata_table", deleting)
+    t.refresh()
+    for inst in t.timeline.instants:
+        if inst.action == "deltacommit" and not inst.is_completed:
+            t.rollback(inst.time)
+    if report.refused_reason is not None:
+        assert c.instant in [i.time for i in t.refresh().timeline.pending_compactions()]
+        t.compaction.run(c.instant)
+    want = 30 if wrote[0] else 10
+    got = {r["id"]: r["ts"] for r in t.refresh().read(columns=["id", "ts"]).to_pylist()}
+    assert (got[0], got[1], got[2]) == (want, want, 10), f"write {'reported' if wrote[0] else 'failed'}: {got}"
+    assert {r[0]: r[2] for r in _hudi_rs(str(t.path), None)}[0] == want
+    assert _missing(t, True) == []
