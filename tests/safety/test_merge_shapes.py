@@ -467,3 +467,38 @@ def test_spark_compaction_equals_the_local_one(root: Path, spark: Any) -> None:
     for name in lb:
         assert lb[name].drop_columns(["_hoodie_file_name"]).equals(sb[name].drop_columns(["_hoodie_file_name"])), name
     assert lc == sc, "the same carry-over records"
+
+
+@pytest.mark.parametrize("version", [6, 9])
+def test_an_ordered_delete_beside_a_commit_time_delete_on_a_timestamp_ordering_field(root: Path, version: int) -> None:
+    """On a timestamp ordering field, a delete below the live record (it loses) and, in a later log, a commit-time
+    delete of another key: the two delete blocks' ordering values have different types (timestamps, the ``IntWrapper
+    (0)`` sentinel), and making them comparable as strings failed to parse the timestamps back, which turned every
+    delete of the slice into a commit-time delete — the losing delete removed its key, and a compaction made that
+    permanent (hudi-rs keeps the key)."""
+
+    def stamp(xs: list[int]) -> Any:
+        return pd.array([pd.Timestamp(BASE + x * 1000, unit="ms") for x in xs], dtype="datetime64[us]")
+
+    t = _table(root, version)
+    t.write(
+        pd.DataFrame(
+            {
+                "id": pd.array([0, 2], dtype="int64"),
+                "region": ["r0", "r0"],
+                "ts": stamp([1, 5]),
+                "ev": pd.array([BASE, BASE], dtype="int64"),
+                "v": [0.0, 2.0],
+                "_hoodie_is_deleted": [False, False],
+            }
+        )
+    )
+    t.write(pd.DataFrame({"id": pd.array([2], dtype="int64"), "region": ["r0"], "ts": stamp([1])}), "delete")
+    t.write(_deletes([0]), "delete")
+    assert _rs(t.path) == [(2, pd.Timestamp(BASE + 5000, unit="ms", tz="UTC"), 2.0)]
+    assert sorted(t.refresh().read()["id"].to_pylist()) == [2]
+    c = t.compaction.schedule(UnBoundedCompactionStrategy())
+    assert c is not None
+    t.compaction.run(c)
+    assert sorted(t.refresh().read()["id"].to_pylist()) == [2]
+    assert [r[0] for r in _rs(t.path)] == [2]
