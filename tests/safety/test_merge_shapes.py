@@ -11,17 +11,17 @@ a compaction must not change any answer.
 :func:`test_random_histories_keep_their_answers` runs seeded random histories built to hit the edge cases: few keys
 and few distinct ordering values (ties across writes and within one write), keys written twice in one batch, soft
 deletes, deletes whose ordering value is lower, equal or higher than the live record's, commit-time deletes, deletes
-of keys only in logs, ordering fields of type long, int and string, event-time and commit-time ordering; compactions
-of every shape (full, event-time partial with copy or symlink links made at schedule or at execute time, exact
-split) with writes landing between schedule and run, run with the tasks side by side or one at a time, with a memory
-budget forcing the merge to spill, sometimes unscheduled instead. After every step our snapshot equals the model of
-Hudi's answers (:mod:`tests.safety.model`, which folds as above), hudi-rs's snapshot and read-optimized view equal
-ours, and time travel to every earlier write still returns what the snapshot was then; a compaction leaves the
-snapshot, every time travel and every incremental window between writes that ended before it was scheduled as they
-were. (A window ending after the compaction was requested holds writes that landed in its new slice: once it
-completes, their records meet its base file where before they met only the window's log blocks — Hudi's incremental
-merge skips log blocks outside the window, not base rows — so a record that lost to an older version can drop out of
-such a window.)
+of keys only in logs, ordering fields of type long, int, string and timestamp, event-time and commit-time ordering;
+compactions of every shape (full, event-time partial with copy or symlink links made at schedule or at execute time,
+exact split) with writes landing between schedule and run, run with the tasks side by side or one at a time, with a
+memory budget forcing the merge to spill, sometimes unscheduled instead. After every step our snapshot equals the
+model of Hudi's answers (:mod:`tests.safety.model`, which folds as above), hudi-rs's snapshot and read-optimized
+view equal ours, and time travel to every earlier write still returns what the snapshot was then; a compaction
+leaves the snapshot, every time travel and every incremental window between writes that ended before it was
+scheduled as they were. (A window ending after the compaction was requested holds writes that landed in its new
+slice: once it completes, their records meet its base file where before they met only the window's log blocks —
+Hudi's incremental merge skips log blocks outside the window, not base rows — so a record that lost to an older
+version can drop out of such a window.)
 
 :func:`test_spark_compaction_equals_the_local_one` runs one adversarial plan on Spark and here: the same outputs.
 
@@ -233,7 +233,7 @@ class _History:
         self.rng = random.Random(seed)
         rng = self.rng
         self.version = rng.choice([6, 8, 9])
-        self.kind = rng.choice(["long", "int", "string"])
+        self.kind = rng.choice(["long", "int", "string", "timestamp"])
         self.merge_mode = "commit_time" if rng.random() < 0.25 else "event_time"
         self.desc = f"seed {seed}: v{self.version}, {self.merge_mode}, ordering {self.kind}"
         self.t = evt.HudiTable.create(
@@ -258,11 +258,18 @@ class _History:
         self.log: list[str] = []
 
     def _ts(self, x: int) -> Any:
-        return f"t{x:03d}" if self.kind == "string" else x
+        """The ordering value written for ``x`` (the model compares ``x``: every mapping keeps its order)."""
+        if self.kind == "string":
+            return f"t{x:03d}"
+        if self.kind == "timestamp":
+            return pd.Timestamp(BASE + x * 1000, unit="ms")
+        return x
 
     def _ts_array(self, values: list[Any]) -> Any:
         if self.kind == "string":
             return pd.array(values, dtype="string")
+        if self.kind == "timestamp":
+            return pd.array(values, dtype="datetime64[us]")
         return pd.array(values, dtype="int32" if self.kind == "int" else "int64")
 
     def upsert(self, items: list[tuple[int, int, int, bool]]) -> None:
@@ -284,7 +291,7 @@ class _History:
         instant = self.t.write(df)
         best: dict[str, Rec] = {}
         for (i, o, _, d), v in zip(items, vs, strict=True):
-            rec = Rec(str(i), "data", self._ts(o), {"id": i, "v": v, "_hoodie_is_deleted": d})
+            rec = Rec(str(i), "data", o, {"id": i, "v": v, "_hoodie_is_deleted": d})
             if str(i) not in best or rec.ts >= best[str(i)].ts:  # type: ignore[operator]
                 best[str(i)] = rec  # in-batch duplicates: the greatest ordering value, ties to the later row
         self._model_write(list(best.values()))
@@ -297,7 +304,7 @@ class _History:
         df["ev"] = pd.array([BASE + ev] * len(ids), dtype="int64")
         instant = self.t.write(df, "delete")
         kind = "ct" if ordering is None else "del"
-        recs = [Rec(str(i), kind, None if ordering is None else self._ts(ordering)) for i in ids]
+        recs = [Rec(str(i), kind, ordering) for i in ids]
         self._model_write(recs)
         self._wrote(instant, f"delete {ids} ordering {ordering} ev {ev}")
 
