@@ -297,7 +297,8 @@ def validate_plan_files(table: Table, plan: CompactionPlan, instant: str | None 
         elif not targets and planned != actual:
             extra = actual[len(planned) :]
             problems.append(
-                f"file group {fid} in {partition!r}: logs {extra} of the slice are neither compacted nor linked"
+                f"file group {fid} in {partition!r}: logs {extra} of the slice are neither compacted nor linked "
+                "(written after the plan listed the slice: unschedule the plan and schedule again)"
             )
         if instant is not None:
             for path in overlapping_writes(table, partition, fid, instant, files):

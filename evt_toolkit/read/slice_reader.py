@@ -230,9 +230,26 @@ def _normalize_deletes(tbl: pa.Table) -> pa.Table:
     return tbl.select(["_hoodie_record_key", "_hoodie_partition_path", "ordering_value", "ordering_wrapper"])
 
 
+def _without_sentinels(part: pa.Table) -> pa.Table:
+    """``part`` with its ordering values null when each is the ``IntWrapper(0)`` sentinel of a commit-time delete.
+
+    Null stands for the same thing (a commit-time delete), and it no longer forces the ordered deletes of other
+    blocks through a string of another type (a timestamp, say, that would not parse back).
+    """
+    values = part["ordering_value"]
+    if not pa.types.is_integer(values.type) or part.num_rows == 0:
+        return part
+    sentinel = pc.and_(pc.equal(part["ordering_wrapper"], "IntWrapper"), pc.equal(values, 0))
+    if not pc.all(pc.or_(pc.is_null(values), pc.fill_null(sentinel, False))).as_py():
+        return part
+    return part.set_column(2, "ordering_value", pa.nulls(part.num_rows))
+
+
 def _concat_deletes(parts: list[pa.Table]) -> pa.Table:
     if not parts:
         return DELETE_SCHEMA.empty_table()
+    if len(parts) > 1:
+        parts = [_without_sentinels(p) for p in parts]
     types = {p.schema.field("ordering_value").type for p in parts} - {pa.null()}
     if len(types) > 1:
         # Mixed ordering types across delete blocks: keep them comparable as strings.

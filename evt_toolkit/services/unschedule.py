@@ -70,6 +70,27 @@ def unschedule_compaction(table: Table, instant: str, *, dry_run: bool = True) -
     storage = table.storage
     ours = set(owned_files(storage, instant))
     ours.update(link.symlink_path for link in plan.links)
+
+    def writers_log() -> str | None:
+        """A log some writer put into the new slice of a planned file group (named after ``instant``), if any."""
+        for op in plan.operations:
+            entries, _ = storage.list_dir(op.partition_path)
+            for e in entries:
+                log = LogFileName.parse(e.name)
+                mine = log is not None and log.file_id == op.file_id and log.base_instant == instant
+                if mine and log is not None and log.extension == "log" and e.path not in ours:
+                    return e.path
+        return None
+
+    def refused(path: str, fid: str) -> UnscheduleReport:
+        return UnscheduleReport(
+            instant,
+            (),
+            False,
+            f"a writer put log {storage.full_path(path)} into the new file slice of {fid}: unscheduling {instant} "
+            "would orphan its committed data; run the compaction instead",
+        )
+
     outputs: list[str] = []
     for op in plan.operations:
         partition = op.partition_path
@@ -79,29 +100,31 @@ def unschedule_compaction(table: Table, instant: str, *, dry_run: bool = True) -
             log = LogFileName.parse(e.name)
             if log is not None and log.file_id == fid and log.base_instant == instant and log.extension == "log":
                 if e.path not in ours:
-                    return UnscheduleReport(
-                        instant,
-                        (),
-                        False,
-                        f"a writer put log {storage.full_path(e.path)} into the new file slice of {fid}: unscheduling "
-                        f"{instant} would orphan its committed data; run the compaction instead",
-                    )
+                    return refused(e.path, fid)
                 continue
             base = BaseFileName.parse(e.name) if not e.name.startswith(".") else None
             if base is not None and base.file_id == fid and base.instant == instant:
                 outputs.append(e.path)  # Hudi names a base file after the instant that wrote it: C's own
     files = sorted(p for p in ours | set(outputs) if storage.lexists(p))
-    for state in (INFLIGHT, REQUESTED):
-        rel = plan_file(table, instant, state)
-        if storage.exists(rel):
-            files.append(rel)
+    plan_files = [rel for state in (INFLIGHT, REQUESTED) if storage.exists(rel := plan_file(table, instant, state))]
+    files += plan_files
     if dry_run:
         return UnscheduleReport(instant, tuple(files), False, None)
     if has_metadata_table(table):
         # A run that crashed after mirroring C into the metadata table left an MDT instant C: it goes first.
         rollback_metadata_instant(table, instant)
-    for rel in files:
+    saved = {rel: storage.read_bytes(rel) for rel in plan_files}
+    for rel in files:  # links and outputs first, the plan last: a failure half-way leaves it to unschedule again
         delete_link_or_file(storage, rel)
+    # A writer that saw the plan may have put a log into a new slice after the listing above. With the plan gone,
+    # one that looks now finds its slice superseded and fails (the writer's own check); one that looked before had
+    # its log written by then, so this listing sees it — and the plan is put back (its run makes the links again).
+    late = writers_log()
+    if late is not None:
+        for rel in reversed(plan_files):  # requested first, then inflight, as the timeline had them
+            storage.write_bytes_atomic(rel, saved[rel], overwrite=True)
+        table.refresh()
+        return refused(late, LogFileName.parse(late.rsplit("/", 1)[-1]).file_id)  # type: ignore[union-attr]
     with contextlib.suppress(EvtError):
         drop_ownership(storage, instant)
     table.refresh()

@@ -228,6 +228,32 @@ def _existing_slices(table: Table) -> list[ExistingSlice]:
     ]
 
 
+def _check_slices_still_latest(table: Table, instant: str, fgs: list[FileGroupWrite]) -> None:
+    """Refuse to complete a version-6 write whose logs went to a slice a compaction scheduled meanwhile supersedes.
+
+    A v6 log belongs to the slice named in its file name. A writer picks its slices before its ``requested`` file
+    exists, so a compaction scheduled in between (whose check for earlier inflight writes cannot see this one) may
+    plan those slices without this write's logs; once it completes they sit in an old slice no reader reads. Looked
+    at after the logs are written: a plan written after this look lists the slices after them, so it holds them
+    (or its run refuses the slice), and a plan written before it is seen here.
+
+    Raises:
+        WriteError: naming the compaction and file group; the write is left inflight (roll it back, write again).
+    """
+    latest = {(s.partition_path, s.file_id): s.base_instant for s in table.refresh().view.latest_file_slices()}
+    for fg in fgs:
+        if fg.is_new_file_group:
+            continue
+        now = latest.get((fg.partition_path, fg.file_id))
+        if now is not None and now != fg.base_instant:
+            raise WriteError(
+                f"deltacommit {instant} of {table.storage.uri}: compaction {now} was scheduled on file group "
+                f"{fg.file_id} in {fg.partition_path!r} while this write ran, and its logs went to the slice before "
+                f"it ({fg.base_instant}), which no reader would read once {now} completes; the write was left "
+                "inflight: roll it back and write again"
+            )
+
+
 def _pending_reservations(table: Table) -> list[PendingCompactionReservation]:
     out: list[PendingCompactionReservation] = []
     for inst in table.timeline.pending_compactions():
@@ -475,6 +501,8 @@ def write(
     for path in owned_files(storage, instant, [WRITE]):
         if path not in written:
             storage.delete_file(path)
+    if not fmt.logs_named_by_deltacommit:
+        _check_slices_still_latest(table, instant, [fg for fg, _, _ in tasks])
     # A metadata table lists the instant's files before the instant completes (HoodieTable.writeTableMetadata).
     if has_metadata_table(table):
         sync_files_partition(table, instant, added=added_files(storage, written))
