@@ -16,7 +16,7 @@ Decisions mirrored from Hudi (see ``hudi-format.md`` §8 and the hudi-rs notes):
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from evt_toolkit.format.names import BaseFileName, LogFileName
@@ -114,9 +114,6 @@ def list_table_files(storage: TableStorage) -> Listing:
     Folders are listed level by level; on object stores the folders of one level are listed in parallel
     (``TableStorage.parallel``), so a table of many partitions costs about one round trip per level, not per folder.
     """
-    partitions: list[str] = []
-    base_files: list[BaseFile] = []
-    log_files: list[tuple[str, LogFile]] = []
     listed: dict[str, list[FileEntry]] = {}
     level = [""]
     while level:
@@ -134,6 +131,24 @@ def list_table_files(storage: TableStorage) -> Listing:
                     continue
                 following.append(d)
         level = following
+    return _listing(listed)
+
+
+def list_partition_files(storage: TableStorage, partitions: Sequence[str]) -> Listing:
+    """The base and log files of ``partitions`` only (one listing each, in parallel on object stores): what a view
+    of those partitions' file groups needs, without listing the rest of the table."""
+    wanted = sorted(set(partitions))
+    if storage.is_object_store and len(wanted) > 1:
+        results = storage.parallel(storage.list_dir, wanted)
+    else:
+        results = [storage.list_dir(rel) for rel in wanted]
+    return _listing({rel: files for rel, (files, _) in zip(wanted, results, strict=True)})
+
+
+def _listing(listed: dict[str, list[FileEntry]]) -> Listing:
+    partitions: list[str] = []
+    base_files: list[BaseFile] = []
+    log_files: list[tuple[str, LogFile]] = []
     for rel in sorted(listed):
         has_data = False
         is_partition = False

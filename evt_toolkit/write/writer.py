@@ -43,6 +43,7 @@ from evt_toolkit.format.ownership import WRITE
 from evt_toolkit.format.records import CommitMetadata, WriteStat
 from evt_toolkit.format.table_version import WRITABLE_TABLE_VERSIONS
 from evt_toolkit.storage.ownership import drop_ownership, owned_files
+from evt_toolkit.table.fs_view import FileSystemView, list_partition_files
 from evt_toolkit.table.guards import has_metadata_table, require_writable
 from evt_toolkit.table.schema import latest_avro_schema
 from evt_toolkit.write.index import BUCKET, WriteIndex, check_writable_1x, resolve_write_index
@@ -240,7 +241,13 @@ def _check_slices_still_latest(table: Table, instant: str, fgs: list[FileGroupWr
     Raises:
         WriteError: naming the compaction and file group; the write is left inflight (roll it back, write again).
     """
-    latest = {(s.partition_path, s.file_id): s.base_instant for s in table.refresh().view.latest_file_slices()}
+    partitions = [fg.partition_path for fg in fgs if not fg.is_new_file_group]
+    if not partitions:
+        return
+    # The written partitions only: a second listing of the whole table per write would cost a table of many
+    # partitions (on an object store, a LIST request each) as much as the write's own view did.
+    view = FileSystemView(table.config, table.refresh().timeline, list_partition_files(table.storage, partitions))
+    latest = {(s.partition_path, s.file_id): s.base_instant for s in view.latest_file_slices()}
     for fg in fgs:
         if fg.is_new_file_group:
             continue
