@@ -361,15 +361,13 @@ class TableStorage:
         names, subdirs = self._backend.list_folder(rel)
         files = [FileEntry(posixpath.join(rel, n) if rel else n, n, size) for n, size in names]
         files.sort(key=lambda e: e.path)
-        with self._lock:
-            for e in files:
-                self._sizes[e.path] = e.size
+        self.remember_sizes(files)
         dirs = sorted(posixpath.join(rel, d) if rel else d for d in subdirs)
         return files, dirs
 
     def remember_sizes(self, files: Iterable[FileEntry]) -> None:
-        """Record the sizes of files another storage object of this table just listed, as :meth:`list_dir` records
-        its own (object stores then read them without a HEAD, and fetch only the small ones whole)."""
+        """Record the sizes of listed files, this storage object's listings or another's of the same table: object
+        stores then read them without a HEAD and fetch only the small ones whole (local reads never use them)."""
         if not self.is_object_store:
             return
         with self._lock:

@@ -263,6 +263,21 @@ def test_s3_processes_race(s3_server: S3Server, s3_bucket: str, tmp_path: Path, 
     _race(f"s3a://{s3_bucket}/lake/t", s3_server.options, tmp_path, scenario, 100 + repeat)
 
 
+def _one_bucket_table(path: Path, version: int) -> evt.HudiTable:
+    """An event-time table with one bucket per partition, so every write of a key lands in the same file group."""
+    return evt.HudiTable.create(
+        path,
+        "r",
+        "id",
+        partition_by="region",
+        ordering_field="ts",
+        event_time_field="ev",
+        buckets=1,
+        merge_mode="event_time",
+        table_version=version,
+    )
+
+
 @pytest.mark.parametrize("version", [6, 9])
 @pytest.mark.parametrize("run", [True, False])
 def test_a_write_planned_before_a_compaction_was_scheduled(
@@ -278,17 +293,7 @@ def test_a_write_planned_before_a_compaction_was_scheduled(
     from evt_toolkit.compaction import UnBoundedCompactionStrategy
     from evt_toolkit.errors import EvtError
 
-    t = evt.HudiTable.create(
-        tmp_path / "t",
-        "r",
-        "id",
-        partition_by="region",
-        ordering_field="ts",
-        event_time_field="ev",
-        buckets=1,
-        merge_mode="event_time",
-        table_version=version,
-    )
+    t = _one_bucket_table(tmp_path / "t", version)
     t.write(rows(range(6), 10, 100))
     first = t.compaction.schedule(UnBoundedCompactionStrategy())
     assert first is not None
@@ -346,17 +351,7 @@ def test_a_write_into_the_new_slice_while_its_compaction_is_unscheduled(
     from evt_toolkit.compaction import UnBoundedCompactionStrategy
     from evt_toolkit.errors import EvtError
 
-    t = evt.HudiTable.create(
-        tmp_path / "t",
-        "r",
-        "id",
-        partition_by="region",
-        ordering_field="ts",
-        event_time_field="ev",
-        buckets=1,
-        merge_mode="event_time",
-        table_version=version,
-    )
+    t = _one_bucket_table(tmp_path / "t", version)
     t.write(rows(range(6), 10, 100))
     c = t.compaction.schedule(UnBoundedCompactionStrategy())
     assert c is not None
