@@ -85,7 +85,14 @@ def deletes(ids: Sequence[int], ts: int) -> pd.DataFrame:
     )
 
 
-def create(path: Path, merge_mode: str, buckets: int = 2, table_version: int = 6) -> evt.HudiTable:
+def create(
+    path: Path | str,
+    merge_mode: str,
+    buckets: int = 2,
+    table_version: int = 6,
+    storage_options: dict[str, str] | None = None,
+) -> evt.HudiTable:
+    """The tests' table: key ``id``, partitioned by ``region``, ordering ``ts``, event time ``ev``, bucket index."""
     return evt.HudiTable.create(
         path,
         "ct",
@@ -96,6 +103,7 @@ def create(path: Path, merge_mode: str, buckets: int = 2, table_version: int = 6
         buckets=buckets,
         merge_mode=merge_mode,
         table_version=table_version,
+        storage_options=storage_options,
     )
 
 

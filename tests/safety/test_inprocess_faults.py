@@ -207,13 +207,20 @@ class InProcessFaults(Lifecycle):
             self.t.compaction.repair(dry_run=False, older_than_s=0)
             op()
 
-    def _fail_run(self, n: int, mode: str, retry: bool, pick: int) -> None:
+    def _first_pending(self) -> tuple[str, Any, pa.Table] | None:
+        """The oldest pending compaction, its plan and the model's snapshot before the failing operation on it."""
         pending = self._pending()
         if not pending:
-            return
+            return None
         c = pending[0]
         plan = self.t.timeline.compaction_plan(self.t.timeline.instant(c, COMPACTION))
-        before_snapshot = _as_table(self.model.snapshot())
+        return c, plan, _as_table(self.model.snapshot())
+
+    def _fail_run(self, n: int, mode: str, retry: bool, pick: int) -> None:
+        first = self._first_pending()
+        if first is None:
+            return
+        c, plan, before_snapshot = first
         self._attempt(lambda: self.t.compaction.run(c), n, mode)
         self._same_object_reads([before_snapshot], f"run failing at {n} ({mode})")
         still = c in {i.time for i in self._fresh().timeline.pending_compactions()}
@@ -280,12 +287,10 @@ class InProcessFaults(Lifecycle):
         self.last_write_units = None
 
     def _fail_unschedule(self, n: int, mode: str, retry: bool, pick: int) -> None:
-        pending = self._pending()
-        if not pending:
+        first = self._first_pending()
+        if first is None:
             return
-        c = pending[0]
-        plan = self.t.timeline.compaction_plan(self.t.timeline.instant(c, COMPACTION))
-        before_snapshot = _as_table(self.model.snapshot())
+        c, plan, before_snapshot = first
         self._attempt(lambda: self.t.compaction.unschedule(c, dry_run=False), n, mode)
         self._same_object_reads([before_snapshot], f"unschedule of {c} failing at {n} ({mode})")
         if retry and c in self._pending():

@@ -41,7 +41,7 @@ from evt_toolkit.errors import PlanValidationError
 from tests.conftest import REPO_ROOT, S3Server
 from tests.oracle import Oracle
 from tests.services import missing_live_files, visible_dangling_symlinks
-from tests.tables import BASE, COLUMNS, rows
+from tests.tables import BASE, COLUMNS, create, rows
 
 hudi = pytest.importorskip("hudi", reason="hudi-rs (PyPI 'hudi') is a test dependency")
 
@@ -156,18 +156,7 @@ S3_SCENARIOS = ["writes_during_run"] + (
 
 def _race(uri: str, options: dict[str, str] | None, work: Path, scenario: str, seed: int) -> None:
     rng = random.Random(seed)
-    t = evt.HudiTable.create(
-        uri,
-        "race",
-        "id",
-        partition_by="region",
-        ordering_field="ts",
-        event_time_field="ev",
-        buckets=2,
-        merge_mode="event_time",
-        table_version=rng.choice([6, 9]),
-        storage_options=options,
-    )
+    t = create(uri, "event_time", table_version=rng.choice([6, 9]), storage_options=options)
     history = [rows(range(0, 12), 10, 100), rows(range(6, 18), 20, 700), rows(range(3, 9), 30, 200)]
     instants = [t.write(df) for df in history]
     batches = {n: rows([2 + n, 11 + n, 40 + n], 50 + n, 150 + 400 * n) for n in range(2)}
@@ -263,21 +252,6 @@ def test_s3_processes_race(s3_server: S3Server, s3_bucket: str, tmp_path: Path, 
     _race(f"s3a://{s3_bucket}/lake/t", s3_server.options, tmp_path, scenario, 100 + repeat)
 
 
-def _one_bucket_table(path: Path, version: int) -> evt.HudiTable:
-    """An event-time table with one bucket per partition, so every write of a key lands in the same file group."""
-    return evt.HudiTable.create(
-        path,
-        "r",
-        "id",
-        partition_by="region",
-        ordering_field="ts",
-        event_time_field="ev",
-        buckets=1,
-        merge_mode="event_time",
-        table_version=version,
-    )
-
-
 @pytest.mark.parametrize("version", [6, 9])
 @pytest.mark.parametrize("run", [True, False])
 def test_a_write_planned_before_a_compaction_was_scheduled(
@@ -293,7 +267,7 @@ def test_a_write_planned_before_a_compaction_was_scheduled(
     from evt_toolkit.compaction import UnBoundedCompactionStrategy
     from evt_toolkit.errors import EvtError
 
-    t = _one_bucket_table(tmp_path / "t", version)
+    t = create(tmp_path / "t", "event_time", buckets=1, table_version=version)
     t.write(rows(range(6), 10, 100))
     first = t.compaction.schedule(UnBoundedCompactionStrategy())
     assert first is not None
@@ -351,7 +325,7 @@ def test_a_write_into_the_new_slice_while_its_compaction_is_unscheduled(
     from evt_toolkit.compaction import UnBoundedCompactionStrategy
     from evt_toolkit.errors import EvtError
 
-    t = _one_bucket_table(tmp_path / "t", version)
+    t = create(tmp_path / "t", "event_time", buckets=1, table_version=version)
     t.write(rows(range(6), 10, 100))
     c = t.compaction.schedule(UnBoundedCompactionStrategy())
     assert c is not None

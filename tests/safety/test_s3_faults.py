@@ -35,6 +35,7 @@ import evt_toolkit as evt
 from evt_toolkit.errors import EvtError
 from tests.safety.test_inprocess_faults import _one_of, recover, sweep_operation
 from tests.safety.test_model import _same
+from tests.tables import create
 
 hudi = pytest.importorskip("hudi", reason="hudi-rs (PyPI 'hudi') is a test dependency")
 
@@ -143,18 +144,7 @@ def _rs(uri: str, options: dict[str, str]) -> pa.Table:
 
 
 def _table(uri: str, options: dict[str, str], op: str) -> tuple[evt.HudiTable, Any]:
-    t = evt.HudiTable.create(
-        uri,
-        "s3faults",
-        "id",
-        partition_by="region",
-        ordering_field="ts",
-        event_time_field="ev",
-        buckets=2,
-        merge_mode="event_time",
-        table_version=9,
-        storage_options=options,
-    )
+    t = create(uri, "event_time", table_version=9, storage_options=options)
     return t, sweep_operation(t, op)
 
 
