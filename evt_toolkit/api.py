@@ -26,6 +26,7 @@ from evt_toolkit.compaction.preview import CompactionPreview, preview
 from evt_toolkit.compaction.schedule import ABANDONED_AFTER_S, ScheduledCompaction, schedule_compaction
 from evt_toolkit.compaction.strategy import CompactionStrategy
 from evt_toolkit.compaction.trigger import TimelineFacts
+from evt_toolkit.compaction.unschedule import UnscheduleReport, unschedule_compaction
 from evt_toolkit.compaction.validate import ValidationReport, validate_compaction
 from evt_toolkit.errors import PlanValidationError
 from evt_toolkit.read.query import read_table
@@ -33,7 +34,6 @@ from evt_toolkit.services.clean import CleanResult, clean
 from evt_toolkit.services.metadata_table import MetadataTableReport, disable_metadata_table
 from evt_toolkit.services.repair import RepairReport, repair_compactions
 from evt_toolkit.services.rollback import RollbackResult, rollback
-from evt_toolkit.services.unschedule import UnscheduleReport, unschedule_compaction
 from evt_toolkit.spark.executor import spark_executor, write_dataframe
 from evt_toolkit.table.guards import has_metadata_table, metadata_partitions
 from evt_toolkit.table.inspect import Inspect

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import posixpath
 import threading
 import time
 from collections.abc import Callable
@@ -55,13 +54,14 @@ from evt_toolkit.compaction.merge_task import (
     task_outputs,
 )
 from evt_toolkit.compaction.plan import EXTRA_LINK_TIMING, EXTRA_THRESHOLD_MS
-from evt_toolkit.compaction.schedule import EXTRA_EXACT_SPLIT, EXTRA_REMAINING_PREFIX, plan_file
+from evt_toolkit.compaction.plan_files import plan_file, validate_plan_files
+from evt_toolkit.compaction.schedule import EXTRA_EXACT_SPLIT, EXTRA_REMAINING_PREFIX
 from evt_toolkit.errors import CompactionExecutionError, EvtError, PlanValidationError, TimelineError
 from evt_toolkit.faults import fault_point
 from evt_toolkit.format.extra_metadata import COMPACTION_LINKS
 from evt_toolkit.format.links import Link, encode_commit_links
 from evt_toolkit.format.log_content import default_decode_threads
-from evt_toolkit.format.names import COMPLETED, INFLIGHT, LogFileName
+from evt_toolkit.format.names import COMPLETED, INFLIGHT
 from evt_toolkit.format.ownership import BASE, CARRY_OVER, LINK, RUN, SCHEDULE, OwnedFile
 from evt_toolkit.format.records import CommitMetadata, CompactionPlan, WriteStat
 from evt_toolkit.read.merge import EVENT_TIME
@@ -69,7 +69,6 @@ from evt_toolkit.read.plan import ReadSpec
 from evt_toolkit.storage.fs import FileEntry, TableStorage
 from evt_toolkit.storage.links import check_link, create_link
 from evt_toolkit.storage.ownership import drop_ownership, owned_files, record_ownership
-from evt_toolkit.table.fs_view import FileGroup
 from evt_toolkit.table.guards import TABLE_SERVICE_VERSIONS, has_metadata_table, require_writable
 from evt_toolkit.table.table import Table
 from evt_toolkit.table.timeline import COMMIT, COMPACTION, Instant
@@ -84,9 +83,7 @@ __all__ = [
     "ProgressEvent",
     "ensure_plan_links",
     "load_pending_plan",
-    "old_slice_logs",
     "run_compaction",
-    "validate_plan_files",
 ]
 
 #: How often a task runs again when writes keep landing in its new slice while the compaction commits.
@@ -157,158 +154,6 @@ def load_pending_plan(table: Table, instant: str) -> tuple[Instant, CompactionPl
     if inst.is_completed:
         raise TimelineError(f"compaction {instant} of {table.storage.uri} has already completed")
     return inst, table.timeline.compaction_plan(inst)
-
-
-def _rel(partition: str, name: str) -> str:
-    return posixpath.join(partition, name) if partition else name
-
-
-def old_slice_logs(
-    table: Table,
-    partition: str,
-    file_id: str,
-    base_instant: str,
-    compaction_instant: str | None = None,
-    *,
-    listings: dict[str, list[FileEntry]] | None = None,
-) -> list[str]:
-    """Names of the logs of slice ``base_instant`` of a file group on storage, in replay order.
-
-    Table version 6 names a log after its slice's base instant. On 1.x (timeline layout 2) a log is named after its
-    deltacommit and joins the slice with the greatest base instant ≤ its completion time, so the old slice of a
-    pending compaction ``C`` is read from the file-system view, keeping the logs that completed before ``C`` was
-    requested (a write completing later joins slice ``C`` once ``C`` completes). ``listings`` keeps each
-    partition's listing for the caller's next operations (one LIST per partition, not per operation).
-    """
-    files = [] if table.config.timeline_layout >= 2 else partition_listing(table.storage, partition, listings)
-    return _SliceLogs(table, compaction_instant).logs(partition, file_id, base_instant, files)
-
-
-def _old_slice_logs_1x(table: Table, group: FileGroup, base_instant: str, compaction: str) -> list[str]:
-    timeline = table.timeline
-    for s in group.slices:
-        if s.base_instant == base_instant:
-            return [lf.name for lf in s.log_files if (timeline.completion_time(lf.instant) or lf.instant) < compaction]
-    return []
-
-
-class _SliceLogs:
-    """:func:`old_slice_logs` for every operation of a plan, each partition's names parsed once (each file group's
-    slices found once on 1.x) rather than once per operation."""
-
-    def __init__(self, table: Table, compaction_instant: str | None) -> None:
-        self.table, self.instant = table, compaction_instant
-        self._v6: dict[str, dict[tuple[str, str], list[str]]] = {}
-        self._groups: dict[tuple[str, str], FileGroup] | None = None
-
-    def logs(self, partition: str, file_id: str, base_instant: str, files: list[FileEntry]) -> list[str]:
-        if self.table.config.timeline_layout >= 2:
-            if self.instant is None:
-                uri = self.table.storage.uri
-                raise PlanValidationError(f"{uri}: the old slice of a 1.x compaction needs its instant")
-            if self._groups is None:
-                self._groups = {
-                    (g.partition_path, g.file_id): g
-                    for g in self.table.view.file_groups(include_pending_compaction=False)
-                }
-            group = self._groups.get((partition, file_id))
-            return [] if group is None else _old_slice_logs_1x(self.table, group, base_instant, self.instant)
-        index = self._v6.get(partition)
-        if index is None:
-            found: dict[tuple[str, str], list[LogFileName]] = {}
-            for e in files:
-                parsed = LogFileName.parse(e.name)
-                if parsed and parsed.extension == "log" and not parsed.suffix:
-                    found.setdefault((parsed.file_id, parsed.base_instant), []).append(parsed)
-            index = self._v6[partition] = {
-                k: [p.name for p in sorted(v, key=lambda p: p.sort_key())] for k, v in found.items()
-            }
-        return list(index.get((file_id, base_instant), []))
-
-
-def overlapping_writes(
-    table: Table, partition: str, file_id: str, compaction_instant: str, files: list[FileEntry] | None = None
-) -> list[str]:
-    """Logs of a file group written by a deltacommit requested before ``C`` that is pending or completed after ``C``.
-
-    Fence 2 of docs/hudi-1x.md §4.4 (1.x only): by name order such a log replays *before* the links named ``C``
-    once it joins slice ``C``, so the leftovers would overwrite its newer data. The operator lets it complete and
-    runs the plan again after rolling it back, or unschedules the plan. ``files`` is the partition's listing when
-    the caller just took one.
-    """
-    if table.config.timeline_layout < 2:
-        return []
-    timeline = table.timeline
-    pending = {i.time for i in timeline.pending()}
-    if files is None:
-        files = table.storage.list_dir(partition)[0]
-    out = []
-    for e in files:
-        parsed = LogFileName.parse(e.name)
-        if (
-            parsed is None
-            or parsed.extension != "log"
-            or parsed.suffix
-            or parsed.file_id != file_id
-            or parsed.base_instant >= compaction_instant
-        ):
-            continue
-        completion = timeline.completion_time(parsed.base_instant)
-        if parsed.base_instant in pending or (completion is not None and completion >= compaction_instant):
-            out.append(e.path)
-    return sorted(out)
-
-
-def validate_plan_files(table: Table, plan: CompactionPlan, instant: str | None = None) -> list[str]:
-    """Problems of a plan against storage (empty when it can run): missing files, broken prefix rule.
-
-    Checks, per operation: the base file and every compacted log exist; the compacted logs followed by the link
-    targets are exactly the old slice's logs in replay order (so the compacted set is a prefix and nothing of the
-    slice is forgotten); on 1.x, no write requested before ``instant`` completed after it or is still pending in the
-    file group (:func:`overlapping_writes`).
-    """
-    storage = table.storage
-    problems: list[str] = []
-    listings: dict[str, list[FileEntry]] = {}
-    present: dict[str, set[str]] = {}
-    slices = _SliceLogs(table, instant)
-    for op in plan.operations:
-        partition = op.partition_path
-        fid = op.file_id
-        data_file = op.data_file
-        files = partition_listing(storage, partition, listings)  # one per partition proves its files present
-        if partition not in present:
-            present[partition] = {e.name for e in files}
-        names = present[partition]
-        actual = slices.logs(partition, fid, op.base_instant, files)
-        if data_file and data_file not in names:
-            problems.append(f"base file {storage.full_path(_rel(partition, data_file))} is missing")
-        deltas = list(op.delta_files)
-        for d in deltas:
-            if d not in names:
-                problems.append(f"log file {storage.full_path(_rel(partition, d))} is missing")
-        targets = [x.target for x in op.links]
-        planned = deltas + targets
-        if planned != actual[: len(planned)] or (targets and planned != actual):
-            problems.append(
-                f"file group {fid} in {partition!r}: compacted logs {deltas} followed by leftovers {targets} are not "
-                f"the slice's logs in replay order {actual} (prefix rule)"
-            )
-        elif not targets and planned != actual:
-            extra = actual[len(planned) :]
-            problems.append(
-                f"file group {fid} in {partition!r}: logs {extra} of the slice are neither compacted nor linked "
-                "(written after the plan listed the slice: unschedule the plan and schedule again)"
-            )
-        if instant is not None:
-            for path in overlapping_writes(table, partition, fid, instant, files):
-                problems.append(
-                    f"log {storage.full_path(path)} of file group {fid} was written by a deltacommit requested before "
-                    f"compaction {instant} that is still pending or completed after it: it would replay before the "
-                    "plan's leftovers (docs/hudi-1x.md §4.4, fence 2); let it complete or roll it back, or unschedule "
-                    "the plan"
-                )
-    return problems
 
 
 def _write_stat(r: MergeResult) -> WriteStat:

@@ -45,6 +45,7 @@ from evt_toolkit.compaction.plan import (
     build_plan,
     encode_plan,
 )
+from evt_toolkit.compaction.plan_files import plan_file
 from evt_toolkit.compaction.strategy import (
     CompactionStrategy,
     EventTimeBasedCompactionStrategy,
@@ -54,13 +55,11 @@ from evt_toolkit.compaction.trigger import check_can_schedule
 from evt_toolkit.errors import EvtError, PendingTableServiceError, PlanValidationError, TimelineError
 from evt_toolkit.faults import fault_point
 from evt_toolkit.format.links import Link
-from evt_toolkit.format.names import REQUESTED
 from evt_toolkit.format.ownership import LINK, SCHEDULE, OwnedFile
 from evt_toolkit.format.records import CompactionPlan
 from evt_toolkit.storage.links import create_links, delete_link_or_file, require_symlinks
 from evt_toolkit.storage.ownership import MARKER_ROOT, drop_ownership, ownership_records, record_ownership
 from evt_toolkit.table.guards import TABLE_SERVICE_VERSIONS, require_writable
-from evt_toolkit.table.timeline import COMPACTION
 from evt_toolkit.write.instants import new_instant_time, timeline_times
 
 if TYPE_CHECKING:
@@ -71,7 +70,6 @@ __all__ = [
     "EXTRA_REMAINING_PREFIX",
     "ScheduledCompaction",
     "abandoned_schedules",
-    "plan_file",
     "remove_abandoned_schedules",
     "schedule_compaction",
 ]
@@ -108,11 +106,6 @@ class ScheduledCompaction:
     def exact_split(self) -> bool:
         """Whether records with event time > T are kept out of the new base files."""
         return self.plan.extra.get(EXTRA_EXACT_SPLIT) == "true"
-
-
-def plan_file(table: Table, instant: str, state: str = REQUESTED) -> str:
-    """Path of the compaction's ``requested``/``inflight`` file, relative to the base path."""
-    return table.instant_file(instant, COMPACTION, state)
 
 
 def _resolve_threshold(
@@ -184,6 +177,18 @@ def schedule_compaction(
     require_symlinks(table.storage, link_mode)
     if exact_split and not strategy.event_time_aware:
         raise PlanValidationError(f"exact_split needs an event-time strategy (a threshold T), got {strategy!r}")
+    return _schedule_once(table, strategy, link_mode, link_timing, instant, now_ms, exact_split)
+
+
+def _schedule_once(
+    table: Table,
+    strategy: CompactionStrategy,
+    link_mode: str,
+    link_timing: str,
+    instant: str | None,
+    now_ms: int | None,
+    exact_split: bool,
+) -> ScheduledCompaction | None:
     table.refresh()
     require_writable(table, "schedule a compaction", versions=TABLE_SERVICE_VERSIONS)
     remove_abandoned_schedules(table)

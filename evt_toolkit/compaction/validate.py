@@ -5,7 +5,7 @@ the plan decodes with the stock schema, its files exist, the compacted logs are 
 order with the leftovers after them, and every link stands for its target (``copy``: equal bytes; ``symlink``:
 resolves to the target).
 
-Taking a plan back is :mod:`evt_toolkit.services.unschedule`.
+Taking a plan back is :mod:`evt_toolkit.compaction.unschedule`.
 
 Example:
     >>> validate_compaction(t, c.instant).ok  # doctest: +SKIP
@@ -21,12 +21,9 @@ from typing import TYPE_CHECKING
 
 import fastavro
 
-from evt_toolkit.compaction.executor import (
-    _find_instant,
-    validate_plan_files,
-)
+from evt_toolkit.compaction.executor import _find_instant
 from evt_toolkit.compaction.plan import EXTRA_LINK_MODE, EXTRA_LINK_TIMING
-from evt_toolkit.compaction.schedule import plan_file
+from evt_toolkit.compaction.plan_files import plan_file, validate_plan_files
 from evt_toolkit.errors import EvtError
 from evt_toolkit.format.metadata import load_schema, read_avro_container
 from evt_toolkit.format.names import LogFileName

@@ -61,8 +61,8 @@ if TYPE_CHECKING:
     from evt_toolkit.compaction.executor import CompactionResult, ProgressEvent
     from evt_toolkit.compaction.freshness import Freshness
     from evt_toolkit.compaction.schedule import ScheduledCompaction
+    from evt_toolkit.compaction.unschedule import UnscheduleReport
     from evt_toolkit.compaction.validate import ValidationReport
-    from evt_toolkit.services.unschedule import UnscheduleReport
 
 __all__ = [
     "BLOCK_FILTERS",

@@ -16,6 +16,7 @@ import evt_toolkit as evt
 from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
 from evt_toolkit.compaction.executor import CompactionExecutionError, ProgressEvent, run_compaction
 from evt_toolkit.compaction.schedule import schedule_compaction
+from evt_toolkit.compaction.unschedule import unschedule_compaction
 from evt_toolkit.compaction.validate import validate_compaction
 from evt_toolkit.errors import (
     LogFormatError,
@@ -23,7 +24,6 @@ from evt_toolkit.errors import (
     PendingTableServiceError,
     PlanValidationError,
 )
-from evt_toolkit.services.unschedule import unschedule_compaction
 from tests.tables import (
     BASE,
     create,

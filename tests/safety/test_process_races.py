@@ -321,7 +321,7 @@ def test_a_write_into_the_new_slice_while_its_compaction_is_unscheduled(
     puts its log into the new slice and completes, then the unschedule deletes the plan. On version 6 that log is
     named after the plan's instant, which is then on no timeline: the completed write would never be read. Either
     the write fails or the unschedule refuses (or restores the plan): every reported write is read."""
-    import evt_toolkit.services.unschedule as unschedule
+    import evt_toolkit.compaction.unschedule as unschedule
     from evt_toolkit.compaction import UnBoundedCompactionStrategy
     from evt_toolkit.errors import EvtError
 

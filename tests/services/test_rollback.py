@@ -16,6 +16,7 @@ from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
 from evt_toolkit.compaction.executor import run_compaction
 from evt_toolkit.compaction.merge_task import MergeTask
 from evt_toolkit.compaction.schedule import schedule_compaction
+from evt_toolkit.compaction.unschedule import unschedule_compaction
 from evt_toolkit.compaction.validate import validate_compaction
 from evt_toolkit.format.logfile import BlockType, HeaderKey, read_log_blocks_bytes
 from evt_toolkit.format.metadata import decode_rollback_metadata, decode_rollback_plan
@@ -28,7 +29,6 @@ from evt_toolkit.services.rollback_planner import (
     command_log_name,
     plan_deltacommit_rollback,
 )
-from evt_toolkit.services.unschedule import unschedule_compaction
 from tests.oracle import Oracle
 from tests.services import Crash, data_files, failed_write, missing_live_files, timeline_names
 from tests.tables import BASE, create, expected_ro, history, hudi_rs, rows, same

@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 
-from evt_toolkit.compaction.schedule import plan_file
+from evt_toolkit.compaction.plan_files import plan_file
 from evt_toolkit.errors import EvtError
 from evt_toolkit.format.names import INFLIGHT, REQUESTED, BaseFileName, LogFileName
 from evt_toolkit.storage.links import delete_link_or_file
