@@ -357,3 +357,41 @@ def test_a_write_into_the_new_slice_while_its_compaction_is_unscheduled(
     assert (got[0], got[1], got[2]) == (want, want, 10), f"write {'reported' if wrote[0] else 'failed'}: {got}"
     assert {r[0]: r[2] for r in _hudi_rs(str(t.path), None)}[0] == want
     assert _missing(t, True) == []
+
+
+@pytest.mark.parametrize("version", [6, 9])
+@pytest.mark.parametrize("link_mode", ["copy", "symlink"])
+def test_a_write_completing_while_a_compaction_is_planned(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: int, link_mode: str
+) -> None:
+    """A schedule lists the slices, then a write that saw no plan adds a log to a listed slice and completes (its
+    own look for a superseding plan finds none), then the schedule writes its plan. On version 6 the plan misses a
+    committed log of the slice it supersedes, so it could never run: the schedule must notice that itself and hand
+    back a plan that runs as it is — no unschedule by the operator — and the write must be read, ours and hudi-rs's."""
+    import evt_toolkit.compaction.schedule as schedule
+
+    t = create(tmp_path / "t", "event_time", buckets=1, table_version=version)
+    t.write(rows(range(6), 10, 100))
+    t.write(rows(range(6), 20, 100))
+    other = evt.HudiTable.open(tmp_path / "t")
+    listed = schedule.slice_infos
+    wrote: list[str] = []
+
+    def write_after_listing(*args: Any, **kwargs: Any) -> Any:
+        found = listed(*args, **kwargs)
+        if not wrote:
+            wrote.append(other.refresh().write(rows([0, 1], 30, 100)))
+        return found
+
+    monkeypatch.setattr(schedule, "slice_infos", write_after_listing)
+    c = t.compaction.schedule(EventTimeBasedCompactionStrategy(threshold=BASE + 400), link_mode=link_mode)
+    monkeypatch.setattr(schedule, "slice_infos", listed)
+    assert wrote and c is not None
+    assert [i.time for i in t.refresh().timeline.pending_compactions()] == [c.instant]
+    assert t.compaction.validate(c).ok
+    t.compaction.run(c)
+    got = {r["id"]: r["ts"] for r in t.refresh().read(columns=["id", "ts"]).to_pylist()}
+    assert (got[0], got[1], got[2]) == (30, 30, 20), got
+    assert {r[0]: r[2] for r in _hudi_rs(str(t.path), None)} == got
+    assert _missing(t, True) == []
+    assert visible_dangling_symlinks(t) == []
