@@ -45,13 +45,14 @@ from evt_toolkit.compaction.plan import (
     build_plan,
     encode_plan,
 )
-from evt_toolkit.compaction.plan_files import plan_file
+from evt_toolkit.compaction.plan_files import plan_file, validate_plan_files
 from evt_toolkit.compaction.strategy import (
     CompactionStrategy,
     EventTimeBasedCompactionStrategy,
 )
 from evt_toolkit.compaction.strategy import max_ingested_event_time as max_event_time_of_slices
 from evt_toolkit.compaction.trigger import check_can_schedule
+from evt_toolkit.compaction.unschedule import unschedule_compaction
 from evt_toolkit.errors import EvtError, PendingTableServiceError, PlanValidationError, TimelineError
 from evt_toolkit.faults import fault_point
 from evt_toolkit.format.links import Link
@@ -167,7 +168,8 @@ def schedule_compaction(
         PendingTableServiceError: a write is inflight, or (event-time strategies) a compaction or clustering is
             pending.
         TimelineError: ``instant`` is not later than every completed write / pending compaction.
-        PlanValidationError: bad link settings, an existing different file under a link name.
+        PlanValidationError: bad link settings, an existing different file under a link name, or writes kept
+            changing the slices while the plan was made (the plan is taken back then; nothing is left).
         SymlinkUnsupportedError: ``symlink`` links on storage without symlinks.
     """
     if link_mode not in LINK_MODES:
@@ -177,7 +179,35 @@ def schedule_compaction(
     require_symlinks(table.storage, link_mode)
     if exact_split and not strategy.event_time_aware:
         raise PlanValidationError(f"exact_split needs an event-time strategy (a threshold T), got {strategy!r}")
-    return _schedule_once(table, strategy, link_mode, link_timing, instant, now_ms, exact_split)
+    for attempt in range(1, _SCHEDULE_ATTEMPTS + 1):
+        scheduled = _schedule_once(table, strategy, link_mode, link_timing, instant, now_ms, exact_split)
+        if scheduled is None:
+            return None
+        # A write that picked its slices before the plan existed, wrote its log after this schedule listed the slice
+        # and completed before the plan was written saw no plan (its own check passed), so the plan misses its log
+        # and could never run. Every such write finished writing before the plan file existed, so one look now finds
+        # them all; later writers see the plan. The plan is taken back at once — before anyone could have run it, as
+        # a run checks the same thing — and made again from the slices as they are now.
+        problems = validate_plan_files(table, scheduled.plan, scheduled.instant)
+        if not problems:
+            return scheduled
+        taken_back = unschedule_compaction(table, scheduled.instant, dry_run=False)
+        if taken_back.refused_reason is not None:
+            raise PlanValidationError(
+                f"compaction {scheduled.instant} of {table.storage.uri} was scheduled while a write changed its "
+                f"slices ({'; '.join(problems)}) and cannot be taken back ({taken_back.refused_reason})"
+            )
+        if instant is not None or attempt == _SCHEDULE_ATTEMPTS:
+            raise PlanValidationError(
+                f"compaction {scheduled.instant} of {table.storage.uri} was taken back right after scheduling: "
+                f"writes changed its slices while it was planned ({'; '.join(problems)}); nothing is left of it: "
+                "schedule again"
+            )
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+#: How often :func:`schedule_compaction` plans again when writes keep changing the slices while it plans.
+_SCHEDULE_ATTEMPTS = 3
 
 
 def _schedule_once(

@@ -10,7 +10,7 @@ Every child must end either with success or with an error of the ``EvtError`` hi
   unsuccessful operations change no answer);
 * no file a live slice needs is missing and no visible symlink dangles;
 * the documented recovery — roll back deltacommits and rollbacks left pending, run the compactions left pending (a
-  plan that misses a log written after it listed the slice is refused: unschedule it and schedule again) — keeps
+  1.x plan that a write requested before it completed after is refused: unschedule it and schedule again) — keeps
   that answer (ours and hudi-rs's), and the table takes a further write.
 
 ``EVT_SAFETY3_RACES`` (default 1) repeats every scenario with other start offsets and seeds, and above 1 runs more
