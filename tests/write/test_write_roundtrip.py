@@ -378,8 +378,27 @@ def test_existing_log_file_is_never_overwritten(tmp_path: Path) -> None:
         (lambda df: df.assign(id=pd.array([None, *df["id"][1:]], dtype="Int64")), WriteError, "'id' is null"),
         (lambda df: df.assign(extra=1), SchemaMismatchError, "'extra' are not in the table schema"),
         (lambda df: df.assign(v=df["v"].astype(str)), SchemaMismatchError, "column 'v'"),
+        (lambda df: pd.concat([df, df[["ts"]]], axis=1), SchemaMismatchError, "converted to Arrow: Duplicate column"),
+        (
+            lambda df: (b := pa.Table.from_pandas(df, preserve_index=False)).append_column("ts", b["ts"]),
+            SchemaMismatchError,
+            "more than one column named 'ts'",
+        ),
+        (lambda df: df.assign(v=[1.5, "x", None]), SchemaMismatchError, "cannot be converted to Arrow"),
     ],
-    ids=["no-key", "no-ordering", "no-event-time", "no-partition", "event-time-type", "null-key", "extra", "type"],
+    ids=[
+        "no-key",
+        "no-ordering",
+        "no-event-time",
+        "no-partition",
+        "event-time-type",
+        "null-key",
+        "extra",
+        "type",
+        "column-twice",
+        "arrow-column-twice",
+        "mixed-objects",
+    ],
 )
 def test_bad_input_is_refused_before_anything_is_written(tmp_path: Path, mutate: Any, error: type, match: str) -> None:
     path = tmp_path / "t"
