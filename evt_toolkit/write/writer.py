@@ -94,7 +94,20 @@ def local_executor(spec: WriteJobSpec, tasks: list[TaskInput]) -> list[list[File
 # -- input ------------------------------------------------------------------------------------------------------------
 
 
-def _to_arrow(data: Any) -> pa.Table:
+def _to_arrow(data: Any, where: str) -> pa.Table:
+    """The batch as an Arrow table, with one column per name (pandas and Arrow both allow a name twice)."""
+    try:
+        batch = _as_arrow(data)
+    except (ValueError, TypeError, pa.ArrowException) as exc:  # pyarrow's conversion errors derive from these
+        raise SchemaMismatchError(f"{where}: the batch cannot be converted to Arrow: {exc}") from exc
+    names = batch.column_names
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise SchemaMismatchError(f"{where}: the batch has more than one column named {', '.join(map(repr, twice))}")
+    return batch
+
+
+def _as_arrow(data: Any) -> pa.Table:
     if isinstance(data, pa.Table):
         return data
     if isinstance(data, pa.RecordBatch):
@@ -400,7 +413,7 @@ def write(
             f"{table.storage.uri}: clustering {', '.join(i.time for i in clustering)} is pending; writes wait for it"
         )
 
-    batch = _to_arrow(data)
+    batch = _to_arrow(data, table.storage.uri)
     check_required_fields(
         batch.schema, op, cfg.record_key_fields, cfg.partition_fields, cfg.ordering_field, cfg.event_time_field
     )
