@@ -126,6 +126,23 @@ def test_write_dataframe_dedupes_on_spark_like_the_writer(spark: SparkSession, t
     ]
 
 
+def test_one_key_in_two_partitions_of_a_batch_is_two_records(spark: SparkSession, table_path: Path) -> None:
+    """Hudi de-duplicates a batch by ``HoodieKey`` — record key *and* partition path — unless the index is global
+    (``HoodieWriteHelper.deduplicateRecords``): one key in two partitions is two records, on Spark as locally."""
+    batch = _rows([1, 1, 2], 5).set_column(2, "region", pa.array(["eu", "us", "us"]))
+    write_dataframe(evt.HudiTable.open(table_path), _df(spark, batch), "upsert")
+    got = evt.HudiTable.open(table_path).read(columns=["id", "region"])
+    assert sorted(zip(got["id"].to_pylist(), got["region"].to_pylist(), strict=True)) == [
+        ("k001", "eu"),
+        ("k001", "us"),
+        ("k002", "us"),
+    ]
+    gone = _rows([1, 1], 6).set_column(2, "region", pa.array(["eu", "us"]))
+    write_dataframe(evt.HudiTable.open(table_path), _df(spark, gone), "delete")
+    got = evt.HudiTable.open(table_path).read(columns=["id", "region"])
+    assert sorted(zip(got["id"].to_pylist(), got["region"].to_pylist(), strict=True)) == [("k002", "us")]
+
+
 def test_format_write_creates_the_table_and_appends(spark: SparkSession, tmp_path: Path) -> None:
     path = tmp_path / "created"
     first, second = _rows(list(range(10)), 1), _rows([3, 11], 2)

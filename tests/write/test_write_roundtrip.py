@@ -364,6 +364,32 @@ def test_existing_log_file_is_never_overwritten(tmp_path: Path) -> None:
         write_file_group(spec, fg, up, de, task_partition_id=task_id)
 
 
+@pytest.mark.parametrize("version", [6, 9])
+@pytest.mark.parametrize("operation", ["upsert", "insert"])
+def test_one_key_in_two_partitions_of_a_batch_is_two_records(tmp_path: Path, version: int, operation: str) -> None:
+    """Hudi de-duplicates a batch by ``HoodieKey`` — record key *and* partition path — unless the index is global
+    (``HoodieWriteHelper.deduplicateRecords``): one key in two partitions is two records, in one batch as in two,
+    and a delete batch naming both removes both."""
+    import hudi
+
+    from tests.tables import create, rows
+
+    t = create(tmp_path / "t", "event_time", buckets=2, table_version=version)
+    batch = rows([1, 1, 2, 2], 10, 100)
+    batch["region"] = ["r0", "r1", "r0", "r0"]
+    batch["ts"] = [10, 10, 11, 12]
+    t.write(batch, operation)
+    want = [(1, "r0", 10), (1, "r1", 10), (2, "r0", 12)]
+    got = t.refresh().read(columns=["id", "region", "ts"]).to_pylist()
+    assert sorted((r["id"], r["region"], r["ts"]) for r in got) == want
+    rs = pa.Table.from_batches(hudi.HudiTableBuilder.from_base_uri(str(tmp_path / "t")).build().read())
+    assert sorted((r["id"], r["region"], r["ts"]) for r in rs.select(["id", "region", "ts"]).to_pylist()) == want
+    gone = rows([1, 1], 20, 100)[["id", "region", "ts"]]
+    gone["region"] = ["r0", "r1"]
+    t.write(gone, "delete")
+    assert [(r["id"], r["region"]) for r in t.refresh().read(columns=["id", "region"]).to_pylist()] == [(2, "r0")]
+
+
 # -- bad input --------------------------------------------------------------------------------------------------------
 
 
