@@ -137,7 +137,7 @@ def _key_columns_fn(
 
 
 def prepare_on_spark(table: Table, df: DataFrame, options: Mapping[str, str] | None = None) -> DataFrame:
-    """Add record key, partition path and bucket columns on Spark and keep one row per record key.
+    """Add record key, partition path and bucket columns on Spark and keep one row per record (key and partition).
 
     The columns come from the writer's own functions (:func:`record_keys`, :func:`partition_paths`,
     :func:`bucket_ids`), run inside Spark tasks. Duplicates are resolved as the writer's ``prepare_batch`` does
@@ -149,7 +149,8 @@ def prepare_on_spark(table: Table, df: DataFrame, options: Mapping[str, str] | N
         df: the rows to write.
 
     Returns:
-        ``df``'s columns plus ``_evt_record_key``, ``_evt_partition_path`` and ``_evt_bucket_id``, one row per key.
+        ``df``'s columns plus ``_evt_record_key``, ``_evt_partition_path`` and ``_evt_bucket_id``, one row per key
+        and partition path.
     """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -178,7 +179,8 @@ def prepare_on_spark(table: Table, df: DataFrame, options: Mapping[str, str] | N
     order = [F.col(_SEQ_COLUMN).desc()]
     if cfg.ordering_field and cfg.ordering_field in df.columns:
         order.insert(0, F.col(cfg.ordering_field).desc_nulls_last())
-    rank = F.row_number().over(Window.partitionBy(KEY_COLUMN).orderBy(*order))
+    # One record per HoodieKey (record key and partition path), as Hudi de-duplicates under a non-global index.
+    rank = F.row_number().over(Window.partitionBy(KEY_COLUMN, PARTITION_COLUMN).orderBy(*order))
     return keyed.withColumn("_evt_rank", rank).filter("_evt_rank = 1").drop("_evt_rank", _SEQ_COLUMN)
 
 

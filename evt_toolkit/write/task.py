@@ -245,9 +245,11 @@ def validate_batch(spec: WriteJobSpec, schema: pa.Schema) -> None:
 # ---------------------------------------------------------------------------------------------------------------------
 
 
-def _dedupe_indices(keys: pa.Array, ordering: pa.Array | None) -> pa.Array:
-    """Row indices of the winner per key, in input order: greatest ordering value, ties (and no ordering) → later row.
+def _dedupe_indices(keys: pa.Array, ordering: pa.Array | None, partitions: pa.Array | None = None) -> pa.Array:
+    """Row indices of the winner per record, in input order: greatest ordering value, ties (and no ordering) → later.
 
+    A record is a ``HoodieKey``: the record key *and* the partition path, as Hudi's ``deduplicateRecords`` keys a
+    batch under a non-global index (the only kind written here), so one key in two partitions is two records.
     ``OverwriteWithLatestAvroPayload.preCombine`` keeps the record with the greater ordering value; Hudi reduces
     records in arrival order, so among equal values the later one wins. A null ordering value sorts lowest.
     """
@@ -255,16 +257,22 @@ def _dedupe_indices(keys: pa.Array, ordering: pa.Array | None) -> pa.Array:
     rows = pa.array(np.arange(n, dtype=np.int64))
     cols: dict[str, pa.Array] = {"k": keys, "r": rows}
     sort_keys: list[tuple[str, str, str]] = [("k", "ascending", "at_start")]
+    if partitions is not None:
+        cols["p"] = partitions
+        sort_keys.append(("p", "ascending", "at_start"))
     if ordering is not None:
         cols["o"] = ordering
         sort_keys.append(("o", "ascending", "at_start"))
     sort_keys.append(("r", "ascending", "at_start"))
     t = pa.table(cols)
     order = pc.sort_indices(t, sort_keys=sort_keys)
-    sorted_keys = keys.take(order)
     last = np.ones(n, dtype=bool)
     if n > 1:
-        last[:-1] = pc.not_equal(sorted_keys.slice(0, n - 1), sorted_keys.slice(1)).to_numpy(zero_copy_only=False)
+        same = np.ones(n - 1, dtype=bool)  # row i and row i + 1 (in sorted order) are one record
+        for column in ("k", "p") if partitions is not None else ("k",):
+            ordered = t[column].take(order)
+            same &= pc.equal(ordered.slice(0, n - 1), ordered.slice(1)).to_numpy(zero_copy_only=False)
+        last[:-1] = ~same
     winners = order.to_numpy()[last]
     return pa.array(np.sort(winners))
 
@@ -331,7 +339,7 @@ def prepare_batch(
             f"ordering (precombine) field {spec.ordering_field!r} is null in {ordering.null_count} rows of the batch "
             f"for table {spec.table_uri}; every upserted or inserted record needs an ordering value"
         )
-    keep = _dedupe_indices(keys, ordering)
+    keep = _dedupe_indices(keys, ordering, partitions)
     keys, partitions = keys.take(keep), partitions.take(keep)
     # Hudi 1.x writers (table versions 8 and 9) split record keys into hash keys their own way (HUDI-8403).
     extraction = "1.x" if spec.table_version >= 8 else "0.x"
