@@ -206,15 +206,20 @@ class ServicePairs(History):
             forget()
 
             def resume() -> None:
+                tl = self.t.refresh().timeline
                 pending = [
-                    i for i in self.t.refresh().timeline.instants if i.action == "rollback" and not i.is_completed
+                    i
+                    for i in tl.instants
+                    if i.action == "rollback" and not i.is_completed and tl.rollback_plan(i).target == last
                 ]
-                if last in {i.time for i in self.t.timeline.instants} or pending:
+                if last in {i.time for i in tl.instants} or pending:
                     assert self.t.rollback(last).target == last
 
             return resume
 
         def resume_or_refused() -> None:
+            if last not in self.writes:  # the second service rolled it back (finishing this rollback)
+                return
             try:
                 self.t.rollback(last)
             except RollbackError:
