@@ -25,12 +25,14 @@ import os
 import random
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from evt_toolkit.errors import PendingTableServiceError, RollbackError
 from evt_toolkit.services.clean_planner import KEEP_LATEST_COMMITS, KEEP_LATEST_FILE_VERSIONS
 from evt_toolkit.table.timeline import COMPACTION, DELTA_COMMIT
+from tests.conftest import SKIP_NO_SHARED
 from tests.faults import save_batch
 from tests.safety.crash_anywhere import run_killed_at
 from tests.safety.test_history_model import History
@@ -326,6 +328,138 @@ def test_service_pairs(seed: int) -> None:
         for _ in range(STEPS):
             done.append(_step(m, rng))
             m.check()
+    except BaseException as exc:
+        raise AssertionError(f"seed {seed}, steps: {'; '.join(done)}") from exc
+    finally:
+        m.teardown()
+
+
+# -- stock Hudi 1.x tables with a metadata table ------------------------------------------------------------------
+
+MDT_EXAMPLES = int(os.environ.get("EVT_SAFETY4_PAIRS_MDT_EXAMPLES", "2"))
+MDT_SEEDS = list(range(FIRST_SEED, FIRST_SEED + MDT_EXAMPLES))
+MDT_FIRST = ["write", "schedule", "run", "clean", "rollback", "unschedule", "repair", "rollback_last"]
+MDT_SECOND = ["write", "fail", "compact", "schedule", "run", "unschedule", "clean", "repair", "rollback_last"]
+MDT_INVARIANTS = [
+    "snapshot_is_the_oracle",
+    "metadata_table_lists_the_live_files",
+    "time_travel_is_history",
+    "read_optimized_agrees",
+    "nothing_needed_is_missing",
+]
+
+
+def _mdt_rollback_last_killed(m: Any, at: int) -> Callable[[], None]:
+    """Roll back the last write killed at its ``at``-th change; the recovery resumes it (or is refused)."""
+    if not m.undo or m.failed:
+        return _nothing
+    last = m.undo[-1][0]
+    tl = m.t.refresh().timeline
+    if any(i.time > last and i.action in (DELTA_COMMIT, COMPACTION, "commit") for i in tl.instants):
+        return _nothing
+    m._killed_at(at, m.t.path, "rollback", last)
+
+    def committed() -> bool:
+        return last in {i.time for i in m.t.refresh().timeline.completed_commits()}
+
+    if not committed():  # un-committed before the kill: unreadable from now on
+        _, m.oracle, m.gone = m.undo.pop()
+
+        def resume() -> None:
+            tl = m.t.refresh().timeline
+            if any(
+                i.action == "rollback" and not i.is_completed and tl.rollback_plan(i).target == last
+                for i in tl.instants
+            ):
+                m.t.rollback(last)
+
+        return resume
+
+    def resume_or_refused() -> None:
+        if not m.undo or (m.undo[-1][0] != last and last not in [u[0] for u in m.undo]):
+            return  # rolled back by the second service
+        try:
+            m.t.rollback(last)
+        except RollbackError:
+            assert committed(), "a refused rollback leaves the write committed"
+            return
+        assert m.undo[-1][0] == last
+        _, m.oracle, m.gone = m.undo.pop()
+
+    return resume_or_refused
+
+
+def _mdt_second(m: Any, what: str, rng: random.Random) -> None:
+    picks = [rng.randint(0, 50) for _ in range(rng.randint(1, 3))]
+    if what == "write":
+        m.write(picks, rng.choice(["upsert", "delete", "revive"]))
+    elif what == "fail":
+        m.fail_a_write(picks, False)
+    elif what in ("compact", "schedule"):
+        getattr(m, what)(rng.randint(0, 3), rng.choice(["copy", "symlink"]), rng.choice(["schedule", "execute"]))
+    elif what == "run":
+        if m._pending():
+            m.run()
+    elif what == "unschedule":
+        if m._pending():
+            m.unschedule()
+    elif what == "clean":
+        m.clean(rng.choice(POLICIES), rng.randint(1, 2))
+    elif what == "repair":
+        m.repair()
+    elif m.undo:
+        with contextlib.suppress(RollbackError):  # a pending rollback or service after the last write: refused
+            m.roll_back_the_last_write()
+
+
+def _mdt_recover(m: Any) -> None:
+    """The documented recovery of whatever a kill left: roll back failed writes, finish a pending clean, re-run an
+    inflight compaction, repair."""
+    if m.failed:
+        m.roll_back_failed_writes()
+    tl = m.t.refresh().timeline
+    for inst in tl.pending():
+        if inst.action == "clean":
+            plan = tl.clean_plan(inst)
+            m.t.clean(plan.policy or KEEP_LATEST_COMMITS, 1, dry_run=False)
+    if any(i.is_inflight for i in m.t.refresh().timeline.pending_compactions()):
+        m.run()
+    m.repair()
+
+
+@SKIP_NO_SHARED
+@pytest.mark.parametrize("seed", MDT_SEEDS)
+def test_service_pairs_with_a_metadata_table(seed: int) -> None:
+    from tests.safety.test_mdt_model import FIXTURES, MdtLifecycle
+
+    rng = random.Random(seed)
+    m = MdtLifecycle()
+    done: list[str] = []
+    try:
+        m.start(rng.choice(FIXTURES))
+        done.append(f"start({m.name})")
+        for _ in range(STEPS):
+            roll = rng.random()
+            if roll < 0.2:
+                m.write([rng.randint(0, 50) for _ in range(rng.randint(1, 3))], rng.choice(["upsert", "delete"]))
+                done.append("write")
+            elif roll < 0.3:
+                m.compact(rng.randint(0, 3), rng.choice(["copy", "symlink"]), rng.choice(["schedule", "execute"]))
+                done.append("compact")
+            else:
+                first, second, at = rng.choice(MDT_FIRST), rng.choice(MDT_SECOND), rng.randint(1, 30)
+                done.append(f"pair({first}@{at},{second})")
+                if first == "rollback_last":
+                    recover = _mdt_rollback_last_killed(m, at)
+                else:
+                    m.crash(first, at, False, rng.randint(0, 50))
+                    recover = _nothing
+                with contextlib.suppress(PendingTableServiceError):
+                    _mdt_second(m, second, rng)
+                recover()
+                _mdt_recover(m)
+            for inv in MDT_INVARIANTS:
+                getattr(m, inv)()
     except BaseException as exc:
         raise AssertionError(f"seed {seed}, steps: {'; '.join(done)}") from exc
     finally:
