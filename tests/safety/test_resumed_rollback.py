@@ -27,7 +27,7 @@ import pytest
 from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
 from evt_toolkit.errors import RollbackError
 from tests.faults import run_child
-from tests.services import missing_live_files
+from tests.services import failed_write, missing_live_files
 from tests.tables import BASE, carried_keys, create, history, hudi_rs, rows, same
 
 pytest.importorskip("hudi", reason="hudi-rs (PyPI 'hudi') is a test dependency")
@@ -97,4 +97,34 @@ def test_a_resumed_rollback_of_a_compaction_run_is_refused_once_the_compaction_c
     assert carried_keys(t.refresh(), c.instant) == carried
     same(t.read(), want, "snapshot after the refused resume")
     same(hudi_rs(t.path), want, "hudi-rs snapshot after the refused resume")
+    assert missing_live_files(t) == []
+
+
+@pytest.mark.parametrize("fault", ["rollback.after_delete", "rollback.after_blocks"])
+@pytest.mark.parametrize("target", ["last write", "failed write"])
+def test_a_resumed_rollback_leaves_a_later_writes_log_that_took_a_deleted_logs_name(
+    tmp_path: Path, target: str, fault: str
+) -> None:
+    """On version 6 a log's name is its slice's base instant and a version one past the slice's newest log. Once a
+    rollback deleted its target's log, the next write into that slice takes the same name; the rollback, resumed,
+    deleted it by that name — a committed write gone. A resumed rollback deletes a log only while its blocks are all
+    the target's."""
+    t = create(tmp_path / "t", "commit_time", buckets=1, table_version=6)
+    t.write(rows(range(0, 4), 10, 100))
+    batch = rows([0, 1], 20, 100)
+    w = t.write(batch) if target == "last write" else failed_write(t, batch)
+    names = {p.name for p in Path(t.path).rglob(".*.log.*")}
+    proc = run_child(Path(t.path), fault, "rollback", w)
+    assert proc.returncode == -9, proc.stderr[-2000:]
+    gone = names - {p.name for p in Path(t.path).rglob(".*.log.*")}
+    assert gone, "the rollback deleted its target's log before it was killed"
+
+    later = t.refresh().write(rows([0, 2, 9], 30, 100))
+    assert gone & {p.name for p in Path(t.path).rglob(".*.log.*")}, "the later write took a deleted log's name"
+    want = t.read()
+    assert later in set(want["_hoodie_commit_time"].to_pylist())
+
+    t.rollback(w)
+    same(t.refresh().read(), want, "snapshot after the resumed rollback")
+    same(hudi_rs(t.path), want, "hudi-rs snapshot after the resumed rollback")
     assert missing_live_files(t) == []
