@@ -23,7 +23,8 @@ Every step can be repeated: a rollback left pending by a crash is resumed from i
 instant (deleting a missing file is a no-op, and a command block already written by this rollback is not written
 twice). Its target is checked again first, as Hudi does when it executes a rollback: a write still committed (the
 rollback died before un-committing it) that a later write now follows, or a compaction that completed since, is
-refused and the table left as it is.
+refused and the table left as it is; and a log of the plan is deleted only while its blocks are all the target's (a
+later write into the slice may have taken a deleted log's name).
 
 **Which instants.** A requested or inflight (failed) deltacommit; an inflight compaction. A *completed* deltacommit
 only when it is the last write on the timeline (no later write or table-service instant in any state), as Hudi
@@ -487,6 +488,22 @@ def _check_still_rollbackable(table: Table, rollback_instant: str, target: str, 
         ) from None
 
 
+def _still_the_targets(storage: TableStorage, request: RollbackRequest, target: str) -> RollbackRequest:
+    """The request without the logs that are no longer the target's own.
+
+    A version-6 log is named after its slice and a version one past the slice's newest log, so once a rollback has
+    deleted its target's log, the next write into that slice takes the same name. The plan names files, not their
+    contents: resumed, it deletes a log only while every block in it is the target's (as the first attempt decided).
+    """
+    keep = []
+    for rel in request.files_to_delete:
+        facts = _log_facts(storage, rel) if LogFileName.parse(posixpath.basename(rel)) is not None else None
+        if facts is not None and any(i != target for i in facts.block_instants):
+            continue
+        keep.append(rel)
+    return dataclasses.replace(request, files_to_delete=tuple(keep))
+
+
 def _resume(table: Table, instant: str) -> RollbackResult | None:
     tl = table.timeline
     for inst in tl.instants:
@@ -498,6 +515,8 @@ def _resume(table: Table, instant: str) -> RollbackResult | None:
         action = plan.action or DELTA_COMMIT
         _check_still_rollbackable(table, inst.time, instant, action)
         requests = _requests_from_plan(table.storage, plan)
+        if action == DELTA_COMMIT:
+            requests = [_still_the_targets(table.storage, r, instant) for r in requests]
         if not inst.is_inflight:
             table.storage.write_bytes_atomic(_timeline_file(table, inst.time, ROLLBACK, INFLIGHT), b"", overwrite=True)
         target = next((i for i in tl.instants if i.time == instant and i.action == DELTA_COMMIT), None)
