@@ -463,6 +463,9 @@ def test_service_pairs_with_a_metadata_table(seed: int) -> None:
             elif roll < 0.3:
                 m.compact(rng.randint(0, 3), rng.choice(["copy", "symlink"]), rng.choice(["schedule", "execute"]))
                 done.append("compact")
+            elif roll < 0.45:  # a plan left pending, for the pairs that run, unschedule or roll back a run
+                m.schedule(rng.randint(0, 3), rng.choice(["copy", "symlink"]), rng.choice(["schedule", "execute"]))
+                done.append("schedule")
             else:
                 first, second, at = rng.choice(MDT_FIRST), rng.choice(MDT_SECOND), rng.randint(1, 30)
                 done.append(f"pair({first}@{at},{second})")
