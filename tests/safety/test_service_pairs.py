@@ -15,7 +15,9 @@ no file a live slice needs missing.
 
 Each sequence is drawn from a seed (a failure names it and its steps): ``EVT_SAFETY4_PAIRS_EXAMPLES`` (default 3)
 sequences of ``EVT_SAFETY4_PAIRS_STEPS`` (default 10) steps from seed ``EVT_SAFETY4_PAIRS_SEED`` (default 0) on;
-``EVT_MODEL_REPORT=<file>`` appends each sequence's number of checked steps.
+``EVT_MODEL_REPORT=<file>`` appends each sequence's number of checked steps. The same pairs run on copies of the
+stock 1.x fixtures with a metadata table (:mod:`tests.safety.test_mdt_model`'s machine and invariants, the ``files``
+partition against storage included): ``EVT_SAFETY4_PAIRS_MDT_EXAMPLES`` (default 2) sequences.
 """
 
 from __future__ import annotations
