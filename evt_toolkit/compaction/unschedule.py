@@ -8,7 +8,10 @@ records.
 
 It **refuses** when a writer has put a log into one of the plan's new slices (slice ``C``): once the plan is gone,
 Hudi's file-system view no longer knows a slice ``C``, and that log's committed data would vanish. Run the
-compaction instead. It also refuses once ``C`` completed (that is a rollback's business).
+compaction instead. It also refuses once ``C`` completed (that is a rollback's business). Before it looks, it writes
+an *unscheduling* marker (:func:`~evt_toolkit.storage.ownership.unscheduling_marker`) that makes a version-6 writer
+still on its way into a new slice fail rather than complete: so a kill after the plan is gone cannot leave a
+committed log behind in a slice no timeline knows.
 
 Plans scheduled by older versions of the toolkit have no records: their plan still names its links, and Hudi names a
 base file after the instant that wrote it, so those are taken; no other log file is ever deleted.
@@ -27,7 +30,7 @@ from evt_toolkit.compaction.plan_files import plan_file
 from evt_toolkit.errors import EvtError
 from evt_toolkit.format.names import INFLIGHT, REQUESTED, BaseFileName, LogFileName
 from evt_toolkit.storage.links import delete_link_or_file
-from evt_toolkit.storage.ownership import drop_ownership, owned_files
+from evt_toolkit.storage.ownership import drop_ownership, marker_folder, owned_files, unscheduling_marker
 from evt_toolkit.table.guards import TABLE_SERVICE_VERSIONS, has_metadata_table, require_writable
 from evt_toolkit.table.table import Table
 from evt_toolkit.table.timeline import COMMIT, COMPACTION
@@ -91,6 +94,20 @@ def unschedule_compaction(table: Table, instant: str, *, dry_run: bool = True) -
             "would orphan its committed data; run the compaction instead",
         )
 
+    marker = unscheduling_marker(instant)
+    had_folder = any(storage.list_dir(marker_folder(instant)))
+    if not dry_run:
+        # Before the listing: a v6 writer that has not completed yet now fails instead of completing into a new
+        # slice (writer._check_slices_still_latest), so the listing below sees every completed writer's log.
+        storage.write_bytes_atomic(marker, b"", overwrite=True)
+
+    def refuse(path: str, fid: str) -> UnscheduleReport:
+        if not dry_run:  # a refusal leaves the table as it was
+            storage.delete_file(marker)
+            if not had_folder:
+                storage.delete_dir(marker_folder(instant))
+        return refused(path, fid)
+
     outputs: list[str] = []
     for op in plan.operations:
         partition = op.partition_path
@@ -100,7 +117,7 @@ def unschedule_compaction(table: Table, instant: str, *, dry_run: bool = True) -
             log = LogFileName.parse(e.name)
             if log is not None and log.file_id == fid and log.base_instant == instant and log.extension == "log":
                 if e.path not in ours:
-                    return refused(e.path, fid)
+                    return refuse(e.path, fid)
                 continue
             base = BaseFileName.parse(e.name) if not e.name.startswith(".") else None
             if base is not None and base.file_id == fid and base.instant == instant:
@@ -124,7 +141,7 @@ def unschedule_compaction(table: Table, instant: str, *, dry_run: bool = True) -
         for rel in reversed(plan_files):  # requested first, then inflight, as the timeline had them
             storage.write_bytes_atomic(rel, saved[rel], overwrite=True)
         table.refresh()
-        return refused(late, LogFileName.parse(late.rsplit("/", 1)[-1]).file_id)  # type: ignore[union-attr]
+        return refuse(late, LogFileName.parse(late.rsplit("/", 1)[-1]).file_id)  # type: ignore[union-attr]
     with contextlib.suppress(EvtError):
         drop_ownership(storage, instant)
     table.refresh()

@@ -21,7 +21,10 @@ gets a rollback command block instead.
 
 Every step can be repeated: a rollback left pending by a crash is resumed from its plan by the next call for the same
 instant (deleting a missing file is a no-op, and a command block already written by this rollback is not written
-twice).
+twice). Its target is checked again first, as Hudi does when it executes a rollback: a write still committed (the
+rollback died before un-committing it) that a later write now follows, or a compaction that completed since, is
+refused and the table left as it is; and a log of the plan is deleted only while its blocks are all the target's (a
+later write into the slice may have taken a deleted log's name).
 
 **Which instants.** A requested or inflight (failed) deltacommit; an inflight compaction. A *completed* deltacommit
 only when it is the last write on the timeline (no later write or table-service instant in any state), as Hudi
@@ -455,6 +458,52 @@ def _check_rollbackable(table: Table, inst: Instant) -> None:
             )
 
 
+def _check_still_rollbackable(table: Table, rollback_instant: str, target: str, action: str) -> None:
+    """A pending rollback was planned when its target could be rolled back; the table may have moved on since.
+
+    As Hudi validates the commit sequence when it executes a rollback, resumed ones included
+    (``BaseRollbackActionExecutor.validateRollbackCommitSequence``): a target still committed — the rollback was
+    killed before it un-committed the write — is checked again like a new request (a later write now depends on it),
+    and a compaction that completed since (run again after the rollback was killed) is never rolled back: the plan
+    would delete files the completed compaction wrote under the same names (its carry-over log). Nothing has been
+    changed by the rollback yet in either case, so refusing leaves the table as it is.
+    """
+    uri = table.storage.uri
+    found = [i for i in table.timeline.instants if i.time == target and i.action in WRITE_ACTIONS]
+    current = found[0] if found else None
+    if current is None or not current.is_completed:
+        return
+    if action == COMPACTION or current.action != DELTA_COMMIT:
+        raise RollbackError(
+            f"rollback {rollback_instant} of {uri} was planned for the inflight compaction {target}, which has "
+            f"completed since ({current.action} {target}); a completed compaction is never rolled back, so the pending "
+            "rollback cannot finish (it changed nothing)"
+        )
+    try:
+        _check_rollbackable(table, current)
+    except RollbackError as exc:
+        raise RollbackError(
+            f"rollback {rollback_instant} was killed before it changed anything, and deltacommit {target} can no "
+            f"longer be rolled back: {exc}"
+        ) from None
+
+
+def _still_the_targets(storage: TableStorage, request: RollbackRequest, target: str) -> RollbackRequest:
+    """The request without the logs that are no longer the target's own.
+
+    A version-6 log is named after its slice and a version one past the slice's newest log, so once a rollback has
+    deleted its target's log, the next write into that slice takes the same name. The plan names files, not their
+    contents: resumed, it deletes a log only while every block in it is the target's (as the first attempt decided).
+    """
+    keep = []
+    for rel in request.files_to_delete:
+        facts = _log_facts(storage, rel) if LogFileName.parse(posixpath.basename(rel)) is not None else None
+        if facts is not None and any(i != target for i in facts.block_instants):
+            continue
+        keep.append(rel)
+    return dataclasses.replace(request, files_to_delete=tuple(keep))
+
+
 def _resume(table: Table, instant: str) -> RollbackResult | None:
     tl = table.timeline
     for inst in tl.instants:
@@ -464,9 +513,16 @@ def _resume(table: Table, instant: str) -> RollbackResult | None:
         if plan.target != instant:
             continue
         action = plan.action or DELTA_COMMIT
+        _check_still_rollbackable(table, inst.time, instant, action)
         requests = _requests_from_plan(table.storage, plan)
+        if action == DELTA_COMMIT:
+            requests = [_still_the_targets(table.storage, r, instant) for r in requests]
         if not inst.is_inflight:
             table.storage.write_bytes_atomic(_timeline_file(table, inst.time, ROLLBACK, INFLIGHT), b"", overwrite=True)
+        target = next((i for i in tl.instants if i.time == instant and i.action == DELTA_COMMIT), None)
+        if target is not None and target.is_completed:
+            # Killed before it un-committed the write: the commit file goes first, as on the first attempt.
+            table.storage.delete_file(_timeline_file(table, instant, DELTA_COMMIT, COMPLETED))
         return _execute(
             table,
             inst.time,

@@ -30,6 +30,7 @@ __all__ = [
     "owned_files",
     "ownership_records",
     "record_ownership",
+    "unscheduling_marker",
 ]
 
 MARKER_ROOT = ".hoodie/.temp"
@@ -39,6 +40,17 @@ _PREFIX = "evt-owned."
 def marker_folder(instant: str) -> str:
     """``.hoodie/.temp/<instant>``: where Hudi's markers and the toolkit's ownership records of an instant live."""
     return posixpath.join(MARKER_ROOT, instant)
+
+
+def unscheduling_marker(instant: str) -> str:
+    """The file an unschedule of compaction ``instant`` writes before it lists the plan's new slices.
+
+    A version-6 writer that put logs into a new slice of a pending plan checks for it before completing, and fails
+    when it is there: from then on no such write completes, so the unschedule's listing sees every log a completed
+    writer put into a new slice, and a crash half-way cannot leave a committed log in a slice whose plan is gone.
+    Dropped with the instant's records.
+    """
+    return posixpath.join(marker_folder(instant), "evt-unscheduling")
 
 
 def record_ownership(

@@ -42,7 +42,7 @@ from evt_toolkit.format.names import COMPLETED, INFLIGHT, REQUESTED
 from evt_toolkit.format.ownership import WRITE
 from evt_toolkit.format.records import CommitMetadata, WriteStat
 from evt_toolkit.format.table_version import WRITABLE_TABLE_VERSIONS
-from evt_toolkit.storage.ownership import drop_ownership, owned_files
+from evt_toolkit.storage.ownership import drop_ownership, owned_files, unscheduling_marker
 from evt_toolkit.table.fs_view import FileSystemView, list_partition_files
 from evt_toolkit.table.guards import has_metadata_table, require_writable
 from evt_toolkit.table.schema import latest_avro_schema
@@ -261,10 +261,21 @@ def _check_slices_still_latest(table: Table, instant: str, fgs: list[FileGroupWr
     # partitions (on an object store, a LIST request each) as much as the write's own view did.
     view = FileSystemView(table.config, table.refresh().timeline, list_partition_files(table.storage, partitions))
     latest = {(s.partition_path, s.file_id): s.base_instant for s in view.latest_file_slices()}
+    pending = {inst.time for inst in view.pending_compaction_operations.values()}
+    written = {fg.base_instant for fg in fgs if not fg.is_new_file_group}
+    unscheduling = {c for c in pending & written if table.storage.exists(unscheduling_marker(c))}
     for fg in fgs:
         if fg.is_new_file_group:
             continue
         now = latest.get((fg.partition_path, fg.file_id))
+        if now is not None and now == fg.base_instant and now in unscheduling:
+            # The plan that opened this slice is being taken back: completing would leave this write's logs in a
+            # slice no timeline knows once the plan is gone (services/unschedule.py).
+            raise WriteError(
+                f"deltacommit {instant} of {table.storage.uri}: compaction {now} is being unscheduled, and this "
+                f"write's logs went to the slice it opened in file group {fg.file_id} in {fg.partition_path!r}; the "
+                "write was left inflight: roll it back and write again"
+            )
         if now is not None and now != fg.base_instant:
             raise WriteError(
                 f"deltacommit {instant} of {table.storage.uri}: compaction {now} was scheduled on file group "

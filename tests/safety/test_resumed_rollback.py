@@ -1,0 +1,130 @@
+"""A rollback killed half-way and resumed later must check its target again: the table may have moved on.
+
+``table.rollback(I)`` first finishes a pending rollback of ``I`` from its plan (a crash left it), as Hudi re-runs a
+pending rollback. The plan was made when rolling ``I`` back was allowed; by the time it is resumed, other services
+may have run:
+
+* **the last write, rolled back and killed before it un-committed the write** (its ``.deltacommit`` still there, so
+  the write is still readable), then another write committed. Finishing the rollback would take away a write that is
+  no longer the last one — on a version-6 table the later write's log in a file group the rolled-back write created
+  is named with that write's instant, so the later *committed* records vanish with it. Hudi checks the commit
+  sequence when it *executes* a rollback (``BaseRollbackActionExecutor.validateRollbackCommitSequence``, resumed
+  rollbacks included), so it refuses; so does the toolkit, and the table stays as it is.
+* **an inflight compaction's run, rolled back and killed**, then the compaction run again to completion. Finishing
+  the rollback would delete the files the first attempt recorded — and a re-run writes its carry-over log under the
+  same name (version 0 of the new slice), so the completed compaction lost its carried tombstones and kept records:
+  deleted keys came back. A completed compaction is never rolled back; the resumed rollback is refused.
+
+Each case is checked on table versions 6 and 9 against what was committed, with our reader and hudi-rs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
+from evt_toolkit.errors import RollbackError
+from tests.faults import run_child
+from tests.services import failed_write, missing_live_files
+from tests.tables import BASE, carried_keys, create, history, hudi_rs, rows, same
+
+pytest.importorskip("hudi", reason="hudi-rs (PyPI 'hudi') is a test dependency")
+
+#: The rollback's steps while the target is still committed: its plan written, then its inflight state.
+BEFORE_UNCOMMIT = ["rollback.after_requested", "rollback.after_inflight"]
+
+
+def _tree(root: Path) -> dict[str, int]:
+    return {
+        str(p.relative_to(root)): p.lstat().st_size
+        for p in root.rglob("*")
+        if not p.is_dir() and ".temp" not in p.parts
+    }
+
+
+@pytest.mark.parametrize("fault", BEFORE_UNCOMMIT)
+@pytest.mark.parametrize("version", [6, 9])
+def test_a_resumed_rollback_of_the_last_write_is_refused_once_a_later_write_committed(
+    tmp_path: Path, version: int, fault: str
+) -> None:
+    t = create(tmp_path / "t", "commit_time", buckets=2, table_version=version)
+    t.write(rows(range(0, 4), 10, 100))
+    # Keys 10 and 12 land in a bucket nothing wrote yet: this write creates that file group.
+    last = t.write(rows([10, 12], 20, 100))
+    proc = run_child(Path(t.path), fault, "rollback", last)
+    assert proc.returncode == -9, proc.stderr[-2000:]
+    assert last in {i.time for i in t.refresh().timeline.completed_commits()}, "the write is still committed"
+
+    t.write(rows([10, 12, 14, 0], 30, 100))
+    want = t.refresh().read()
+    assert sorted(want["id"].to_pylist()) == [0, 1, 2, 3, 10, 12, 14]
+    before = _tree(Path(t.path))
+
+    with pytest.raises(RollbackError, match=last):
+        t.rollback(last)
+    assert _tree(Path(t.path)) == before, "a refused rollback changes nothing"
+    same(t.refresh().read(), want, "snapshot after the refused resume")
+    same(hudi_rs(t.path), want, "hudi-rs snapshot after the refused resume")
+    assert missing_live_files(t) == []
+
+
+@pytest.mark.parametrize("fault", BEFORE_UNCOMMIT)
+@pytest.mark.parametrize("version", [6, 9])
+def test_a_resumed_rollback_of_a_compaction_run_is_refused_once_the_compaction_completed(
+    tmp_path: Path, version: int, fault: str
+) -> None:
+    t = create(tmp_path / "t", "event_time", buckets=1, table_version=version)
+    history(t)
+    want = t.read()
+    c = t.compaction.schedule(EventTimeBasedCompactionStrategy(threshold=BASE + 300), link_mode="copy")
+    assert c is not None
+    proc = run_child(Path(t.path), "run.before_commit", "run", c.instant)
+    assert proc.returncode == -9, proc.stderr[-2000:]
+    proc = run_child(Path(t.path), fault, "rollback", c.instant)
+    assert proc.returncode == -9, proc.stderr[-2000:]
+
+    t.refresh().compaction.run(c.instant)
+    carried = carried_keys(t, c.instant)
+    assert carried, "the compaction carries tombstones over (history() deletes keys inside the prefix)"
+    same(t.refresh().read(), want, "snapshot after the compaction completed")
+    before = _tree(Path(t.path))
+
+    with pytest.raises(RollbackError, match=c.instant):
+        t.rollback(c.instant)
+    assert _tree(Path(t.path)) == before, "a refused rollback changes nothing"
+    assert carried_keys(t.refresh(), c.instant) == carried
+    same(t.read(), want, "snapshot after the refused resume")
+    same(hudi_rs(t.path), want, "hudi-rs snapshot after the refused resume")
+    assert missing_live_files(t) == []
+
+
+@pytest.mark.parametrize("fault", ["rollback.after_delete", "rollback.after_blocks"])
+@pytest.mark.parametrize("target", ["last write", "failed write"])
+def test_a_resumed_rollback_leaves_a_later_writes_log_that_took_a_deleted_logs_name(
+    tmp_path: Path, target: str, fault: str
+) -> None:
+    """On version 6 a log's name is its slice's base instant and a version one past the slice's newest log. Once a
+    rollback deleted its target's log, the next write into that slice takes the same name; the rollback, resumed,
+    deleted it by that name — a committed write gone. A resumed rollback deletes a log only while its blocks are all
+    the target's."""
+    t = create(tmp_path / "t", "commit_time", buckets=1, table_version=6)
+    t.write(rows(range(0, 4), 10, 100))
+    batch = rows([0, 1], 20, 100)
+    w = t.write(batch) if target == "last write" else failed_write(t, batch)
+    names = {p.name for p in Path(t.path).rglob(".*.log.*")}
+    proc = run_child(Path(t.path), fault, "rollback", w)
+    assert proc.returncode == -9, proc.stderr[-2000:]
+    gone = names - {p.name for p in Path(t.path).rglob(".*.log.*")}
+    assert gone, "the rollback deleted its target's log before it was killed"
+
+    later = t.refresh().write(rows([0, 2, 9], 30, 100))
+    assert gone & {p.name for p in Path(t.path).rglob(".*.log.*")}, "the later write took a deleted log's name"
+    want = t.read()
+    assert later in set(want["_hoodie_commit_time"].to_pylist())
+
+    t.rollback(w)
+    same(t.refresh().read(), want, "snapshot after the resumed rollback")
+    same(hudi_rs(t.path), want, "hudi-rs snapshot after the resumed rollback")
+    assert missing_live_files(t) == []
