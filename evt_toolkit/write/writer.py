@@ -270,7 +270,7 @@ def _check_slices_still_latest(table: Table, instant: str, fgs: list[FileGroupWr
         now = latest.get((fg.partition_path, fg.file_id))
         if now is not None and now == fg.base_instant and now in unscheduling:
             # The plan that opened this slice is being taken back: completing would leave this write's logs in a
-            # slice no timeline knows once the plan is gone (services/unschedule.py).
+            # slice no timeline knows once the plan is gone (compaction/unschedule.py).
             raise WriteError(
                 f"deltacommit {instant} of {table.storage.uri}: compaction {now} is being unscheduled, and this "
                 f"write's logs went to the slice it opened in file group {fg.file_id} in {fg.partition_path!r}; the "

@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 import pytest
 
 import evt_toolkit as evt
-import evt_toolkit.services.unschedule as unschedule_module
+import evt_toolkit.compaction.unschedule as unschedule_module
 from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
 from evt_toolkit.compaction.strategy import UnBoundedCompactionStrategy
 from evt_toolkit.errors import PendingTableServiceError, WriteError
