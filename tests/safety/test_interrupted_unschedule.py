@@ -144,3 +144,48 @@ def test_an_unschedule_killed_after_the_plan_is_gone_is_finished_when_no_writer_
     same(t.read(), want, "snapshot")
     same(hudi_rs(t.path), want, "hudi-rs snapshot")
     assert missing_live_files(t) == []
+
+
+@pytest.mark.parametrize("link_mode", ["copy", "symlink"])
+def test_repair_clears_the_marker_of_an_unschedule_killed_before_it_deleted_anything(
+    tmp_path: Path, link_mode: str
+) -> None:
+    """An unschedule killed right after writing its marker leaves the plan pending (and whole) with the marker, which
+    makes every version-6 write into the plan's new slice fail. Once the marker is old enough that no unschedule can
+    still be running, ``repair`` clears it: writes into the new slice complete again and the plan runs."""
+    t = create(tmp_path / "t", "event_time", buckets=1, table_version=6)
+    history(t)
+    c = t.compaction.schedule(EventTimeBasedCompactionStrategy(threshold=BASE + 300), link_mode=link_mode)
+    assert c is not None
+    original = unschedule_module.delete_link_or_file
+
+    def killed(storage: object, rel: str) -> bool:
+        raise Killed(rel)
+
+    unschedule_module.delete_link_or_file = killed  # type: ignore[assignment]
+    try:
+        with pytest.raises(Killed):
+            t.compaction.unschedule(c.instant, dry_run=False)
+    finally:
+        unschedule_module.delete_link_or_file = original
+    assert [i.time for i in t.refresh().timeline.pending_compactions()] == [c.instant]
+    with pytest.raises(WriteError):  # the marker stops a write into the new slice (left inflight)
+        t.write(rows([3], 98, 600))
+    for inst in t.refresh().timeline.instants:
+        if inst.action == "deltacommit" and not inst.is_completed:
+            t.rollback(inst.time)
+    assert not t.compaction.repair().stale_unschedule_markers  # just now: an unschedule may still be running
+    dry = t.compaction.repair(older_than_s=0)
+    assert len(dry.stale_unschedule_markers) == 1 and c.instant in dry.stale_unschedule_markers[0]
+    assert not dry.clean
+    t.compaction.repair(dry_run=False, older_than_s=0)
+    assert t.compaction.repair(older_than_s=0).clean
+    before = {r["id"]: r["ts"] for r in t.read(columns=["id", "ts"]).to_pylist()}
+    w = t.write(rows([3, 100], 99, 600))
+    assert _rows_of(t.refresh(), w).num_rows == 2
+    t.compaction.run(c.instant)
+    got = {r["id"]: r["ts"] for r in t.refresh().read(columns=["id", "ts"]).to_pylist()}
+    assert got == {**before, 3: 99, 100: 99}
+    assert {r["id"]: r["ts"] for r in hudi_rs(t.path).select(["id", "ts"]).to_pylist()} == got
+    assert missing_live_files(t) == []
+    assert visible_dangling_symlinks(t) == []
