@@ -7,6 +7,9 @@ What it looks for, each found from ownership records and plans, never from file 
 * **missing links of pending plans** — a link made at schedule time that is gone (deleted by hand, or by a schedule
   racing at the same instant): made again from the plan, as the run itself would. A link whose target is gone too
   is reported, not guessed;
+* **markers of unschedules that died before deleting their plan** — the plan is still pending, and the marker
+  (written before the unschedule looks for writers in the plan's new slices) makes every version-6 write into those
+  slices fail: deleted once it is ``older_than_s`` old (an unschedule still running needs it);
 * **records of completed instants** — ownership folders left under ``.hoodie/.temp`` (object stores keep them to save
   a DELETE per commit): deleted.
 
@@ -18,13 +21,14 @@ Example:
 from __future__ import annotations
 
 import posixpath
+import time
 from dataclasses import dataclass
 
 from evt_toolkit.compaction.executor import ensure_plan_links
 from evt_toolkit.compaction.schedule import ABANDONED_AFTER_S, abandoned_schedules
 from evt_toolkit.errors import EvtError
 from evt_toolkit.storage.links import check_link, delete_link_or_file
-from evt_toolkit.storage.ownership import MARKER_ROOT, drop_ownership
+from evt_toolkit.storage.ownership import MARKER_ROOT, drop_ownership, unscheduling_marker
 from evt_toolkit.table.guards import TABLE_SERVICE_VERSIONS, require_writable
 from evt_toolkit.table.table import Table
 
@@ -41,6 +45,8 @@ class RepairReport:
         unrepairable: problems left alone, each naming the file (a link whose target is gone).
         stale_record_folders: ownership folders of completed instants (deleted).
         dry_run: nothing was changed.
+        stale_unschedule_markers: markers of unschedules that died with their plan still pending (deleted: while
+            one is there, version-6 writes into the plan's new slices fail).
     """
 
     abandoned_links: tuple[str, ...]
@@ -48,11 +54,18 @@ class RepairReport:
     unrepairable: tuple[str, ...]
     stale_record_folders: tuple[str, ...]
     dry_run: bool
+    stale_unschedule_markers: tuple[str, ...] = ()
 
     @property
     def clean(self) -> bool:
         """Nothing to repair."""
-        return not (self.abandoned_links or self.missing_links or self.unrepairable or self.stale_record_folders)
+        return not (
+            self.abandoned_links
+            or self.missing_links
+            or self.unrepairable
+            or self.stale_record_folders
+            or self.stale_unschedule_markers
+        )
 
 
 def repair_compactions(table: Table, *, dry_run: bool = True, older_than_s: float = ABANDONED_AFTER_S) -> RepairReport:
@@ -62,7 +75,8 @@ def repair_compactions(table: Table, *, dry_run: bool = True, older_than_s: floa
         table: the table.
         dry_run: only report.
         older_than_s: a schedule's links count as abandoned once its record is this old (a schedule still running
-            in another process must keep them); 0 takes every one — only when no schedule is running.
+            in another process must keep them), an unschedule's marker as stale once it is this old; 0 takes every
+            one — only when no schedule or unschedule is running.
 
     Raises:
         UnsupportedTableError: a table this toolkit does not write.
@@ -75,7 +89,15 @@ def repair_compactions(table: Table, *, dry_run: bool = True, older_than_s: floa
     missing: list[str] = []
     unrepairable: list[str] = []
     to_make: dict[str, list] = {}
+    now = time.time()
+    markers: list[str] = []
     for inst in timeline.pending_compactions():
+        marker = unscheduling_marker(inst.time)
+        # An unschedule that died before deleting the plan: the plan is whole (its missing links are made below),
+        # and nothing depends on the marker once no unschedule can still be running.
+        written = storage.mtime(marker) if storage.exists(marker) else None
+        if written is not None and (older_than_s <= 0 or now - written.timestamp() >= older_than_s):
+            markers.append(marker)
         try:
             plan = timeline.compaction_plan(inst)
         except EvtError as exc:
@@ -102,6 +124,7 @@ def repair_compactions(table: Table, *, dry_run: bool = True, older_than_s: floa
         tuple(unrepairable),
         tuple(stale),
         dry_run,
+        tuple(markers),
     )
     if dry_run:
         return report
@@ -113,5 +136,7 @@ def repair_compactions(table: Table, *, dry_run: bool = True, older_than_s: floa
         ensure_plan_links(table, instant, links, "schedule")
     for folder in stale:
         drop_ownership(storage, posixpath.basename(folder))
+    for marker in markers:
+        storage.delete_file(marker)
     table.refresh()
     return report
