@@ -245,7 +245,7 @@ def validate_batch(spec: WriteJobSpec, schema: pa.Schema) -> None:
 # ---------------------------------------------------------------------------------------------------------------------
 
 
-def _dedupe_indices(keys: pa.Array, ordering: pa.Array | None, partitions: pa.Array | None = None) -> pa.Array:
+def _dedupe_indices(keys: pa.Array, partitions: pa.Array, ordering: pa.Array | None) -> pa.Array:
     """Row indices of the winner per record, in input order: greatest ordering value, ties (and no ordering) → later.
 
     A record is a ``HoodieKey``: the record key *and* the partition path, as Hudi's ``deduplicateRecords`` keys a
@@ -255,11 +255,8 @@ def _dedupe_indices(keys: pa.Array, ordering: pa.Array | None, partitions: pa.Ar
     """
     n = len(keys)
     rows = pa.array(np.arange(n, dtype=np.int64))
-    cols: dict[str, pa.Array] = {"k": keys, "r": rows}
-    sort_keys: list[tuple[str, str, str]] = [("k", "ascending", "at_start")]
-    if partitions is not None:
-        cols["p"] = partitions
-        sort_keys.append(("p", "ascending", "at_start"))
+    cols: dict[str, pa.Array] = {"k": keys, "p": partitions, "r": rows}
+    sort_keys: list[tuple[str, str, str]] = [("k", "ascending", "at_start"), ("p", "ascending", "at_start")]
     if ordering is not None:
         cols["o"] = ordering
         sort_keys.append(("o", "ascending", "at_start"))
@@ -269,7 +266,7 @@ def _dedupe_indices(keys: pa.Array, ordering: pa.Array | None, partitions: pa.Ar
     last = np.ones(n, dtype=bool)
     if n > 1:
         same = np.ones(n - 1, dtype=bool)  # row i and row i + 1 (in sorted order) are one record
-        for column in ("k", "p") if partitions is not None else ("k",):
+        for column in ("k", "p"):
             ordered = t[column].take(order)
             same &= pc.equal(ordered.slice(0, n - 1), ordered.slice(1)).to_numpy(zero_copy_only=False)
         last[:-1] = ~same
@@ -339,7 +336,7 @@ def prepare_batch(
             f"ordering (precombine) field {spec.ordering_field!r} is null in {ordering.null_count} rows of the batch "
             f"for table {spec.table_uri}; every upserted or inserted record needs an ordering value"
         )
-    keep = _dedupe_indices(keys, ordering, partitions)
+    keep = _dedupe_indices(keys, partitions, ordering)
     keys, partitions = keys.take(keep), partitions.take(keep)
     # Hudi 1.x writers (table versions 8 and 9) split record keys into hash keys their own way (HUDI-8403).
     extraction = "1.x" if spec.table_version >= 8 else "0.x"
