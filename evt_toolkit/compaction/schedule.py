@@ -288,6 +288,16 @@ def _schedule_once(
 ABANDONED_AFTER_S = 600.0
 
 
+def left_by_a_dead_service(last_written_s: float | None, older_than_s: float, now: float) -> bool:
+    """Whether files a schedule or an unschedule last wrote at ``last_written_s`` (epoch seconds; ``None``: no
+    time known) are old enough that no such service can still be running and need them — the one age rule of
+    :func:`abandoned_schedules` and of the repair's stale unschedule markers. ``older_than_s`` <= 0 takes every
+    one (the caller knows that nothing runs)."""
+    if older_than_s <= 0:
+        return True
+    return last_written_s is not None and now - last_written_s >= older_than_s
+
+
 def abandoned_schedules(table: Table, *, older_than_s: float = ABANDONED_AFTER_S) -> dict[str, list[str]]:
     """``instant -> recorded files`` of schedules that died before writing their plan (no writes).
 
@@ -310,7 +320,7 @@ def abandoned_schedules(table: Table, *, older_than_s: float = ABANDONED_AFTER_S
             continue
         files, _ = storage.list_dir(folder)
         written = [m.timestamp() for f in files if (m := storage.mtime(f.path)) is not None]
-        if older_than_s > 0 and (not written or now - max(written) < older_than_s):
+        if not left_by_a_dead_service(max(written, default=None), older_than_s, now):
             continue
         out[instant] = sorted({f.path for r in records for f in r.files})
     return out

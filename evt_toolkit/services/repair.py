@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass
 
 from evt_toolkit.compaction.executor import ensure_plan_links
-from evt_toolkit.compaction.schedule import ABANDONED_AFTER_S, abandoned_schedules
+from evt_toolkit.compaction.schedule import ABANDONED_AFTER_S, abandoned_schedules, left_by_a_dead_service
 from evt_toolkit.errors import EvtError
 from evt_toolkit.storage.links import check_link, delete_link_or_file
 from evt_toolkit.storage.ownership import MARKER_ROOT, drop_ownership, unscheduling_marker
@@ -96,7 +96,7 @@ def repair_compactions(table: Table, *, dry_run: bool = True, older_than_s: floa
         # An unschedule that died before deleting the plan: the plan is whole (its missing links are made below),
         # and nothing depends on the marker once no unschedule can still be running.
         written = storage.mtime(marker) if storage.exists(marker) else None
-        if written is not None and (older_than_s <= 0 or now - written.timestamp() >= older_than_s):
+        if written is not None and left_by_a_dead_service(written.timestamp(), older_than_s, now):
             markers.append(marker)
         try:
             plan = timeline.compaction_plan(inst)
