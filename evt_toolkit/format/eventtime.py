@@ -35,7 +35,9 @@ def to_epoch_ms(column: pa.Array | pa.ChunkedArray, unit: EpochUnit = "ms", *, f
     if pa.types.is_timestamp(t):
         return pc.cast(pc.cast(arr, pa.timestamp("ms", tz=t.tz), safe=False), pa.int64())
     if pa.types.is_date(t):
-        return pc.multiply(pc.cast(pc.cast(arr, pa.date32()), pa.int64()), 86_400_000)
+        # Arrow casts a date only to its own physical width: days (date32) to int32, then widened.
+        days = pc.cast(pc.cast(pc.cast(arr, pa.date32()), pa.int32()), pa.int64())
+        return pc.multiply(days, 86_400_000)
     if pa.types.is_integer(t):
         if unit == "ms":
             return pc.cast(arr, pa.int64())
