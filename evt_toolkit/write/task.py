@@ -335,11 +335,8 @@ def prepare_batch(
     validate_batch(spec, data.schema)
     if data.num_rows:
         data = data.combine_chunks()
-    try:
-        keys = record_keys(data, spec.record_key_fields)
-        partitions = partition_paths(data, spec.partition_fields, spec.hive_style_partitioning)
-    except (WriteError, SchemaMismatchError) as exc:
-        raise type(exc)(f"{exc} (table {spec.table_uri})") from exc
+    keys = record_keys(data, spec.record_key_fields)
+    partitions = partition_paths(data, spec.partition_fields, spec.hive_style_partitioning)
     has_ordering = bool(spec.ordering_field) and spec.ordering_field in data.column_names
     ordering = data[spec.ordering_field].combine_chunks() if has_ordering and spec.ordering_field else None
     if ordering is not None and pa.types.is_dictionary(ordering.type):
