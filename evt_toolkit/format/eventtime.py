@@ -44,7 +44,12 @@ def to_epoch_ms(column: pa.Array | pa.ChunkedArray, unit: EpochUnit = "ms", *, f
         factor = _TO_MS[unit]
         if factor >= 1:
             return pc.multiply(pc.cast(arr, pa.int64()), int(factor))
-        return pc.cast(pc.floor(pc.multiply(pc.cast(arr, pa.float64()), factor)), pa.int64())
+        # Floor division in integers: an epoch in nanoseconds is past float64's exact range (2^53).
+        values = pc.cast(arr, pa.int64())
+        divisor = round(1 / factor)
+        quotient = pc.divide(values, divisor)  # truncates toward zero
+        rest = pc.subtract(values, pc.multiply(quotient, divisor))
+        return pc.if_else(pc.less(rest, 0), pc.subtract(quotient, 1), quotient)
     if pa.types.is_null(t):
         return pa.nulls(len(arr), pa.int64())
     raise EventTimeError(f"event-time field {field!r} has type {t}; expected an epoch number, timestamp or date")
