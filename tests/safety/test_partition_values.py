@@ -110,3 +110,22 @@ def test_a_partition_value_that_is_no_folder_of_the_table_is_refused(
     assert str(t.path) in str(err.value)
     assert _tree(tmp_path) == before
     assert _rows(t.refresh().read()) == [(1, "a", 15.0)]
+
+
+@pytest.mark.parametrize("value", ["..", None])
+def test_a_spark_batch_with_a_bad_partition_value_or_key_is_refused(
+    tmp_path: Path, spark: Any, value: str | None
+) -> None:
+    """The same refusals for a Spark DataFrame, whose keys and partition paths are computed inside Spark tasks: a
+    ``WriteError`` naming the table (not the task's Spark exception), and nothing written. ``None`` here is a null
+    record key."""
+    t = _table(tmp_path, 9)
+    t.write(_batch([1], ["a"], [5]))
+    before = _tree(tmp_path)
+    rows = [(1, "a", 6, 16.0), (2, value, 6, 26.0)] if value else [(1, "a", 6, 16.0), (None, "a", 6, 0.0)]
+    df = spark.createDataFrame(rows, "id long, p string, ts long, v double")
+    with pytest.raises(evt.WriteError) as err:
+        t.write(df, spark=spark)
+    assert str(t.path) in str(err.value)
+    assert _tree(tmp_path) == before
+    assert _rows(t.refresh().read()) == [(1, "a", 15.0)]
