@@ -53,7 +53,10 @@ DEFAULT = "__HIVE_DEFAULT_PARTITION__"
 VALUES = ["a", None, "_x", ".y", "a b", "ü=1"]
 #: Event times in milliseconds the histories draw from (before and after 1970); thresholds fall between them.
 EVENT_MS = [-86_400_000 * 3, -1_000, 0, 86_400_000, 86_400_000 * 2, 86_400_000 * 5]
-EV_KINDS = ["long_ms", "int_s", "timestamp_ms", "timestamp_us_utc", "date"]
+EV_KINDS = ["long_ms", "int_s", "long_ns", "timestamp_ms", "timestamp_us_utc", "date"]
+#: Ordering field types; the model compares the small integers the histories draw, each written as a value of the
+#: type that keeps their order (negative numbers, times and days before 1970).
+ORDERING_KINDS = ["long", "timestamp", "date"]
 
 
 @pytest.fixture
@@ -70,10 +73,11 @@ class _EdgeHistory:
         self.hive = rng.random() < 0.5
         self.values = [VALUES[0], *rng.sample(VALUES[1:], 2)]
         self.ev_kind = rng.choice(EV_KINDS)
+        self.ordering_kind = rng.choice(ORDERING_KINDS)
         self.merge_mode = "commit_time" if rng.random() < 0.2 else "event_time"
         self.desc = (
             f"seed {seed}: v{self.version}, {self.merge_mode}, hive {self.hive}, partitions {self.values}, "
-            f"event time {self.ev_kind}"
+            f"event time {self.ev_kind}, ordering {self.ordering_kind}"
         )
         self.t = evt.HudiTable.create(
             root / "t",
@@ -85,19 +89,22 @@ class _EdgeHistory:
             buckets=1,
             merge_mode=self.merge_mode,
             hive_style_partitioning=self.hive,
-            event_time_unit="s" if self.ev_kind == "int_s" else "ms",
+            event_time_unit={"int_s": "s", "long_ns": "ns"}.get(self.ev_kind, "ms"),
             table_version=self.version,
         )
         self.model = Model(event_time=self.merge_mode == "event_time")
         self.ev_of: dict[float, int | None] = {}  # v (unique per row) -> its event time in ms
         self.writes: list[str] = []
         self.as_of: dict[str, list[tuple[Any, ...]]] = {}
+        #: the incremental window (previous write, write] as read right after the write; a write that landed while a
+        #: compaction was pending is left out (once it completes, that window's records meet its base file)
+        self.windows: dict[tuple[str, str], list[tuple[Any, ...]]] = {}
         self.serial = 0
         self.log: list[str] = []
 
     # -- values ------------------------------------------------------------------------------------------------
     def _group(self, value: str | None) -> str:
-        v = DEFAULT if not value else value
+        v = value or DEFAULT
         return f"p={v}" if self.hive else v
 
     def _ev_array(self, ms: list[int | None]) -> pa.Array:
@@ -105,6 +112,8 @@ class _EdgeHistory:
             return pa.array(ms, pa.int64())
         if self.ev_kind == "int_s":
             return pa.array([None if m is None else m // 1000 for m in ms], pa.int32())
+        if self.ev_kind == "long_ns":
+            return pa.array([None if m is None else m * 1_000_000 + 999_999 for m in ms], pa.int64())
         if self.ev_kind == "timestamp_ms":
             return pa.array(ms, pa.int64()).cast(pa.timestamp("ms"))
         if self.ev_kind == "timestamp_us_utc":
@@ -115,7 +124,16 @@ class _EdgeHistory:
         """The event time the table sees for ``ms`` (seconds and days drop the rest)."""
         if ms is None:
             return None
-        return to_epoch_ms(self._ev_array([ms]), "s" if self.ev_kind == "int_s" else "ms")[0].as_py()
+        unit = {"int_s": "s", "long_ns": "ns"}.get(self.ev_kind, "ms")
+        return to_epoch_ms(self._ev_array([ms]), unit)[0].as_py()  # type: ignore[arg-type]
+
+    def _ordering(self, xs: list[int]) -> pa.Array:
+        shifted = pa.array([x - 4 for x in xs], pa.int64())  # 1..9 -> -3..5: before 1970 for the times
+        if self.ordering_kind == "timestamp":
+            return pa.array([(x - 4) * 1000 + 1 for x in xs], pa.int64()).cast(pa.timestamp("ms"))
+        if self.ordering_kind == "date":
+            return shifted.cast(pa.int32()).cast(pa.date32())
+        return shifted
 
     # -- writes ------------------------------------------------------------------------------------------------
     def upsert(self, items: list[tuple[int, str | None, int, int | None, bool]]) -> None:
@@ -128,7 +146,7 @@ class _EdgeHistory:
             {
                 "id": pa.array([i for i, *_ in items], pa.int64()),
                 "p": pa.array([p for _, p, *_ in items], pa.string()),
-                "ts": pa.array([o for _, _, o, _, _ in items], pa.int64()),
+                "ts": self._ordering([o for _, _, o, _, _ in items]),
                 "ev": self._ev_array([e for *_, e, _ in items]),
                 "v": pa.array(vs, pa.float64()),
                 "_hoodie_is_deleted": pa.array([d for *_, d in items], pa.bool_()),
@@ -141,7 +159,9 @@ class _EdgeHistory:
             rec = Rec(str(i), "data", o, {"id": i, "v": v, "_hoodie_is_deleted": d})
             k = (self._group(p), str(i))
             if k not in best or o >= best[k].ts:  # type: ignore[operator]
-                best[k] = rec  # in-batch duplicates per (partition, key): the greatest ordering value, ties to the later
+                best[k] = (
+                    rec  # in-batch duplicates per (partition, key): the greatest ordering value, ties to the later
+                )
         by_group: dict[str, list[Rec]] = {}
         for (g, _), rec in best.items():
             by_group.setdefault(g, []).append(rec)
@@ -155,7 +175,7 @@ class _EdgeHistory:
             "p": pa.array([p for _, p in items], pa.string()),
         }
         if ordering is not None:
-            cols["ts"] = pa.array([ordering] * len(items), pa.int64())
+            cols["ts"] = self._ordering([ordering] * len(items))
         instant = self.t.write(pa.table(cols), "delete")
         kind = "ct" if ordering is None else "del"
         by_group: dict[str, dict[str, Rec]] = {}
@@ -175,7 +195,7 @@ class _EdgeHistory:
             {
                 "id": pa.array([], pa.int64()),
                 "p": pa.array([], pa.string()),
-                "ts": pa.array([], pa.int64()),
+                "ts": self._ordering([]),
                 "ev": self._ev_array([]),
                 "v": pa.array([], pa.float64()),
                 "_hoodie_is_deleted": pa.array([], pa.bool_()),
@@ -189,6 +209,9 @@ class _EdgeHistory:
 
     def _wrote(self, instant: str, what: str) -> None:
         self.log.append(f"{instant} {what}")
+        if self.writes and not self.t.refresh().timeline.pending_compactions():
+            begin = self.writes[-1]
+            self.windows[begin, instant] = self.rows(self.t.read("incremental", begin=begin, end=instant))
         self.writes.append(instant)
         self.as_of[instant] = self.expected()
 
@@ -208,9 +231,9 @@ class _EdgeHistory:
                 items = [(i, p, o, None, d) for i, p, o, _, d in items]
             self.upsert(items)
         else:
-            items = [(rng.choice([0, 1, 2, 3, 90]), rng.choice(self.values)) for _ in range(rng.randint(1, 3))]
+            targets = [(rng.choice([0, 1, 2, 3, 90]), rng.choice(self.values)) for _ in range(rng.randint(1, 3))]
             ordering = None if rng.random() < 0.3 else rng.choice([1, 3, 5, 7, 9])
-            self.delete(items, ordering)
+            self.delete(targets, ordering)
 
     # -- answers -----------------------------------------------------------------------------------------------
     def expected(self) -> list[tuple[Any, ...]]:
@@ -261,6 +284,25 @@ class _EdgeHistory:
                 assert "earliest instant still readable" in str(exc), exc
                 continue
             assert got == then, f"{self.desc}: time travel to {w}\n" + "\n".join(self.log)
+        # Time travel to a compaction's or a clean's instant reads what the last write before it left.
+        for i in t.timeline.instants:
+            if not i.is_completed or i.time in self.as_of:
+                continue
+            earlier = [w for w in self.writes if w < i.time]
+            then = self.as_of[earlier[-1]] if earlier else []
+            try:
+                got = self.rows(t.read(as_of=i.time))
+            except ReadError as exc:
+                assert "earliest instant still readable" in str(exc), exc
+                continue
+            assert got == then, f"{self.desc}: time travel to {i.action} {i.time}\n" + "\n".join(self.log)
+        for (b, e), then in self.windows.items():
+            try:
+                got = self.rows(t.read("incremental", begin=b, end=e))
+            except ReadError as exc:
+                assert "earliest instant still readable" in str(exc), exc
+                continue
+            assert got == then, f"{self.desc}: incremental window ({b}, {e}]\n" + "\n".join(self.log)
         fresh = t.ro_freshness()
         if fresh.threshold_ms is not None:
             cut = fresh.threshold_ms
@@ -269,7 +311,8 @@ class _EdgeHistory:
                 return [r for r in rows if (e := self.ev_of.get(r[2])) is not None and e <= cut]
 
             assert upto(ro) == upto(snap), (
-                f"{self.desc}: RO and snapshot differ on events <= the freshness {cut} ({fresh})\n" + "\n".join(self.log)
+                f"{self.desc}: RO and snapshot differ on events <= the freshness {cut} ({fresh})\n"
+                + "\n".join(self.log)
             )
 
     # -- services ----------------------------------------------------------------------------------------------
