@@ -15,10 +15,13 @@ ordering types) on one key per partition, these histories vary what the records 
   exact split), writes landing between schedule and run, cleans of both policies.
 
 After every step: our snapshot equals the model (:mod:`tests.safety.model`, one model file group per partition);
-the read-optimized view equals the model's base rows; hudi-rs reads the same snapshot (v6: unless a compaction is
-pending) and RO view; time travel to every earlier write returns what the snapshot was then, or is refused with a
-``ReadError`` once a clean removed what it needs — never another answer; and the RO freshness holds: restricted to
-events at or before ``ro_freshness().threshold_ms``, the RO view and the snapshot hold the same rows.
+the read-optimized view equals the model's base rows; a projection to two columns reads the same rows; hudi-rs
+reads the same snapshot (v6: unless a compaction is pending) and RO view; time travel to every earlier write,
+compaction and clean returns what the snapshot was after the last write at or before it, the read-optimized view as
+of a write made while no compaction was pending returns what it was then, the incremental window between two writes
+returns what it returned when the later one completed — each or a ``ReadError`` once a clean removed what it needs,
+never another answer; and the RO freshness holds: restricted to events at or before
+``ro_freshness().threshold_ms``, the RO view and the snapshot hold the same rows.
 
 ``EVT_SAFETY5_EXAMPLES`` (default 6) histories of ``EVT_SAFETY5_STEPS`` (default 14) steps run in CI; a long run is
 e.g. ``EVT_SAFETY5_EXAMPLES=200 EVT_SAFETY5_STEPS=20``. ``EVT_SAFETY5_SEED=<n>`` reruns one seed.
@@ -99,6 +102,8 @@ class _EdgeHistory:
         #: the incremental window (previous write, write] as read right after the write; a write that landed while a
         #: compaction was pending is left out (once it completes, that window's records meet its base file)
         self.windows: dict[tuple[str, str], list[tuple[Any, ...]]] = {}
+        #: the read-optimized view as of a write that landed with no compaction pending
+        self.ro_as_of: dict[str, list[tuple[Any, ...]]] = {}
         self.serial = 0
         self.log: list[str] = []
 
@@ -209,9 +214,11 @@ class _EdgeHistory:
 
     def _wrote(self, instant: str, what: str) -> None:
         self.log.append(f"{instant} {what}")
-        if self.writes and not self.t.refresh().timeline.pending_compactions():
-            begin = self.writes[-1]
-            self.windows[begin, instant] = self.rows(self.t.read("incremental", begin=begin, end=instant))
+        if not self.t.refresh().timeline.pending_compactions():
+            self.ro_as_of[instant] = self.model_ro()
+            if self.writes:
+                begin = self.writes[-1]
+                self.windows[begin, instant] = self.rows(self.t.read("incremental", begin=begin, end=instant))
         self.writes.append(instant)
         self.as_of[instant] = self.expected()
 
@@ -272,6 +279,14 @@ class _EdgeHistory:
         want = self.expected()
         snap = self.rows(t.read())
         assert snap == want, f"{self.desc}: snapshot vs the model\n" + "\n".join(self.log)
+        # A projection without the ordering, event-time and partition fields merges as the full read does.
+        for query in ("snapshot", "read_optimized") if self.writes else ():
+            part = t.read(query, columns=["id", "v"])
+            assert part.column_names[-2:] == ["id", "v"]
+            whole = snap if query == "snapshot" else self.rows(t.read(query))
+            assert sorted((r["id"], r["v"]) for r in part.to_pylist()) == sorted((i, v) for _, i, v in whole), (
+                f"{self.desc}: {query} of columns id, v\n" + "\n".join(self.log)
+            )
         ro = self.rows(t.read("read_optimized"))
         assert ro == self.model_ro(), f"{self.desc}: RO vs the model's base rows\n" + "\n".join(self.log)
         if self.version != 6 or not t.timeline.pending_compactions():  # hudi-rs drops v6 logs of pending plans
@@ -296,6 +311,13 @@ class _EdgeHistory:
                 assert "earliest instant still readable" in str(exc), exc
                 continue
             assert got == then, f"{self.desc}: time travel to {i.action} {i.time}\n" + "\n".join(self.log)
+        for w, then in self.ro_as_of.items():
+            try:
+                got = self.rows(t.read("read_optimized", as_of=w))
+            except ReadError as exc:
+                assert "earliest instant still readable" in str(exc), exc
+                continue
+            assert got == then, f"{self.desc}: read-optimized as of {w}\n" + "\n".join(self.log)
         for (b, e), then in self.windows.items():
             try:
                 got = self.rows(t.read("incremental", begin=b, end=e))
