@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from evt_toolkit.errors import UnsupportedTableError
+from evt_toolkit.table.config import EVENT_TIME_ORDERING
 from evt_toolkit.table.metadata_table import metadata_table_support
 from evt_toolkit.table.table import Table
 
@@ -32,6 +33,7 @@ __all__ = [
     "METADATA_PARTITIONS_KEY",
     "TABLE_SERVICE_VERSIONS",
     "has_metadata_table",
+    "require_one_ordering_field",
     "require_writable",
 ]
 
@@ -57,8 +59,27 @@ def has_metadata_table(table: Table) -> bool:
     return bool(metadata_partitions(table)) or table.storage.exists(METADATA_FOLDER)
 
 
+def require_one_ordering_field(table: Table, operation: str) -> None:
+    """Refuse ``operation``, which merges records, on an event-time table ordered by several fields.
+
+    Hudi 1.1 compares such records by the tuple of their ordering values (``OrderingValues.create``, an
+    ``ArrayComparable``); merged by the first field alone, a tie on it would go to the later record where Hudi keeps
+    the greater next field.
+
+    Raises:
+        UnsupportedTableError: naming the table and its ordering fields.
+    """
+    cfg = table.config
+    if len(cfg.ordering_fields) > 1 and cfg.merge_mode == EVENT_TIME_ORDERING:
+        raise UnsupportedTableError(
+            f"cannot {operation} on {table.storage.uri}: its records are ordered by several fields "
+            f"({','.join(cfg.ordering_fields)}), compared as a tuple by Hudi; this toolkit merges by one ordering "
+            "field (the read-optimized view, which merges nothing, reads)"
+        )
+
+
 def require_writable(
-    table: Table, operation: str, *, merge_on_read: bool = True, versions: Iterable[int] = (6,)
+    table: Table, operation: str, *, merge_on_read: bool = True, versions: Iterable[int] = (6,), merges: bool = False
 ) -> None:
     """Refuse ``operation`` on a table the toolkit cannot write safely; names the table and why.
 
@@ -68,6 +89,8 @@ def require_writable(
         merge_on_read: the operation needs a MERGE_ON_READ table.
         versions: the table versions ``operation`` is written for (default 6; writes and table services pass
             6, 8 and 9).
+        merges: ``operation`` merges records (a write de-duplicates its batch, a compaction merges slices): also
+            :func:`require_one_ordering_field`.
 
     Raises:
         UnsupportedTableError: another table version or type, or a metadata table the toolkit does not maintain.
@@ -76,6 +99,8 @@ def require_writable(
     where = table.storage.uri
     if merge_on_read and cfg.table_type != "MERGE_ON_READ":
         raise UnsupportedTableError(f"cannot {operation} on {where}: it is a {cfg.table_type} table, not MERGE_ON_READ")
+    if merges:
+        require_one_ordering_field(table, operation)
     allowed = tuple(versions)
     if cfg.version not in allowed:
         raise UnsupportedTableError(

@@ -125,7 +125,7 @@ def _as_arrow(data: Any) -> pa.Table:
 
 def _check_writable(table: Table, options: Mapping[str, str]) -> WriteIndex:
     # The one guard (type, version, metadata table); versions 8 and 9 are written too (docs/hudi-1x.md).
-    require_writable(table, "write", versions=WRITABLE_TABLE_VERSIONS)
+    require_writable(table, "write", versions=WRITABLE_TABLE_VERSIONS, merges=True)
     cfg = table.config
     where = table.storage.uri
     if cfg.timeline_layout >= 2:
