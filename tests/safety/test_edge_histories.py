@@ -24,7 +24,8 @@ never another answer; and the RO freshness holds: restricted to events at or bef
 ``ro_freshness().threshold_ms``, the RO view and the snapshot hold the same rows.
 
 ``EVT_SAFETY5_EXAMPLES`` (default 6) histories of ``EVT_SAFETY5_STEPS`` (default 14) steps run in CI; a long run is
-e.g. ``EVT_SAFETY5_EXAMPLES=200 EVT_SAFETY5_STEPS=20``. ``EVT_SAFETY5_SEED=<n>`` reruns one seed.
+e.g. ``EVT_SAFETY5_EXAMPLES=200 EVT_SAFETY5_STEPS=20`` (``EVT_SAFETY5_FIRST_SEED`` starts elsewhere).
+``EVT_SAFETY5_SEED=<n>`` reruns one seed.
 """
 
 from __future__ import annotations
@@ -50,7 +51,12 @@ hudi = pytest.importorskip("hudi", reason="hudi-rs (PyPI 'hudi') is a test depen
 
 EXAMPLES = int(os.environ.get("EVT_SAFETY5_EXAMPLES", "6"))
 STEPS = int(os.environ.get("EVT_SAFETY5_STEPS", "14"))
-SEEDS = [int(os.environ["EVT_SAFETY5_SEED"])] if os.environ.get("EVT_SAFETY5_SEED") else list(range(EXAMPLES))
+FIRST = int(os.environ.get("EVT_SAFETY5_FIRST_SEED", "0"))
+SEEDS = (
+    [int(os.environ["EVT_SAFETY5_SEED"])]
+    if os.environ.get("EVT_SAFETY5_SEED")
+    else [FIRST + i for i in range(EXAMPLES)]
+)
 
 DEFAULT = "__HIVE_DEFAULT_PARTITION__"
 VALUES = ["a", None, "_x", ".y", "a b", "ü=1"]
@@ -181,6 +187,10 @@ class _EdgeHistory:
         }
         if ordering is not None:
             cols["ts"] = self._ordering([ordering] * len(items))
+        ev = None
+        if self.rng.random() < 0.5:  # the deletes carry event times (recorded in the commit's write stats)
+            ev = [None if self.rng.random() < 0.3 else self.rng.choice(EVENT_MS) for _ in items]
+            cols["ev"] = self._ev_array(ev)
         instant = self.t.write(pa.table(cols), "delete")
         kind = "ct" if ordering is None else "del"
         by_group: dict[str, dict[str, Rec]] = {}
@@ -191,7 +201,7 @@ class _EdgeHistory:
         for g, recs in by_group.items():
             self.model.write(g, list(recs.values()))
         if instant:
-            self._wrote(instant, f"delete {items} ordering {ordering}")
+            self._wrote(instant, f"delete {items} ordering {ordering} event times {ev}")
         else:
             self.log.append(f"delete {items} ordering {ordering}: nothing written")
 
