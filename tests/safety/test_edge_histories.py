@@ -30,6 +30,7 @@ e.g. ``EVT_SAFETY5_EXAMPLES=200 EVT_SAFETY5_STEPS=20`` (``EVT_SAFETY5_FIRST_SEED
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
 import shutil
@@ -335,6 +336,29 @@ class _EdgeHistory:
                 assert "earliest instant still readable" in str(exc), exc
                 continue
             assert got == then, f"{self.desc}: incremental window ({b}, {e}]\n" + "\n".join(self.log)
+        # A window bounded by any two instants (compactions and cleans too) holds each record once, committed by a
+        # write it admits: on layout 1 requested in it, on layout 2 completed in it.
+        times = [i.time for i in t.timeline.instants if i.is_completed]
+        for b, e in itertools.pairwise(times):
+            try:
+                window = t.read("incremental", begin=b, end=e, columns=["_hoodie_partition_path", "id"])
+                committed = set(t.read("incremental", begin=b, end=e)["_hoodie_commit_time"].to_pylist())
+            except ReadError as exc:
+                assert "earliest instant still readable" in str(exc), exc
+                continue
+            keys = list(zip(window["_hoodie_partition_path"].to_pylist(), window["id"].to_pylist(), strict=True))
+            assert len(keys) == len(set(keys)), f"{self.desc}: a record twice in ({b}, {e}]\n" + "\n".join(self.log)
+            if t.config.timeline_layout >= 2:
+                admitted = {
+                    i.time
+                    for i in t.timeline.completed_commits()
+                    if i.completion_time is not None and b < i.completion_time <= e
+                }
+            else:
+                admitted = {w for w in self.writes if b < w <= e}
+            assert committed <= admitted, (
+                f"{self.desc}: ({b}, {e}] returned commits {sorted(committed - admitted)}\n" + "\n".join(self.log)
+            )
         fresh = t.ro_freshness()
         if fresh.threshold_ms is not None:
             cut = fresh.threshold_ms
