@@ -25,9 +25,9 @@ from evt_toolkit.compaction import UnBoundedCompactionStrategy
 hudi = pytest.importorskip("hudi", reason="hudi-rs (PyPI 'hudi') is a test dependency")
 
 
-def _table(root: Path, version: int) -> evt.HudiTable:
+def _table(root: Path | str, version: int, storage_options: dict[str, str] | None = None) -> evt.HudiTable:
     return evt.HudiTable.create(
-        root / "t",
+        f"{root}/t",
         "p",
         "id",
         partition_by="p",
@@ -36,6 +36,7 @@ def _table(root: Path, version: int) -> evt.HudiTable:
         merge_mode="event_time",
         hive_style_partitioning=False,
         table_version=version,
+        storage_options=storage_options,
     )
 
 
@@ -55,8 +56,8 @@ def _rows(t: pa.Table) -> list[tuple[Any, ...]]:
     return sorted(tuple(r[c] for c in cols) for r in t.select(cols).to_pylist()) if t.num_rows else []
 
 
-def _rs(path: str) -> list[tuple[Any, ...]]:
-    batches = hudi.HudiTableBuilder.from_base_uri(path).build().read()
+def _rs(path: str, storage_options: dict[str, str] | None = None) -> list[tuple[Any, ...]]:
+    batches = hudi.HudiTableBuilder.from_base_uri(path).with_storage_options(storage_options or {}).build().read()
     return _rows(pa.Table.from_batches(batches)) if batches else []
 
 
@@ -67,30 +68,38 @@ def _tree(path: Path) -> dict[str, str]:
     }
 
 
-@pytest.mark.parametrize("version", [6, 9])
-def test_partitions_whose_folder_starts_with_an_underscore_or_a_dot_are_read(tmp_path: Path, version: int) -> None:
+@pytest.mark.parametrize(("version", "where"), [(6, "local"), (9, "local"), (9, "s3")])
+def test_partitions_whose_folder_starts_with_an_underscore_or_a_dot_are_read(
+    tmp_path: Path, version: int, where: str, request: pytest.FixtureRequest
+) -> None:
     """Null partition values (``__HIVE_DEFAULT_PARTITION__``) and values starting with ``_`` or ``.``: every record
-    is read as hudi-rs reads it, after updates and deletes, a full compaction and a clean."""
-    t = _table(tmp_path, version)
+    is read as hudi-rs reads it, after updates and deletes, a full compaction and a clean; locally and on the session's
+    S3 server."""
+    opts: dict[str, str] | None = None
+    root: Path | str = tmp_path
+    if where == "s3":
+        server = request.getfixturevalue("s3_server")
+        opts, root = server.options, f"s3://{server.new_bucket('partvalues')}"
+    t = _table(root, version, opts)
     t.write(_batch([1, 2, 3, 4, 1], [None, "_x", ".y", "z", "z"], [5, 5, 5, 5, 5]))
     d = "__HIVE_DEFAULT_PARTITION__"
     expected = [(1, d, 15.0), (1, "z", 15.0), (2, "_x", 25.0), (3, ".y", 35.0), (4, "z", 45.0)]
-    assert _rs(t.path) == expected
+    assert _rs(t.path, opts) == expected
     assert _rows(t.refresh().read()) == expected, "a record in a partition folder starting with '_' or '.' is hidden"
     t.write(_batch([1, 2], [None, "_x"], [7, 3]))  # key 1 of the null partition updated; key 2's update loses
     t.write(_batch([3], [".y"], [5]), "delete")
     expected = [(1, d, 17.0), (1, "z", 15.0), (2, "_x", 25.0), (4, "z", 45.0)]
-    assert _rows(t.refresh().read()) == _rs(t.path) == expected
+    assert _rows(t.refresh().read()) == _rs(t.path, opts) == expected
     c = t.compaction.schedule(UnBoundedCompactionStrategy())
     assert c is not None
     assert {op.partition_path for op in c.plan.operations} == {d, "_x", ".y", "z"}
     t.compaction.run(c)
-    assert _rows(t.refresh().read()) == _rs(t.path) == expected
+    assert _rows(t.refresh().read()) == _rs(t.path, opts) == expected
     assert _rows(t.read("read_optimized")) == expected
     t.write(_batch([2], ["_x"], [9]))
     t.clean("KEEP_LATEST_FILE_VERSIONS", retained=1, dry_run=False)
     expected = [(1, d, 17.0), (1, "z", 15.0), (2, "_x", 29.0), (4, "z", 45.0)]
-    assert _rows(t.refresh().read()) == _rs(t.path) == expected
+    assert _rows(t.refresh().read()) == _rs(t.path, opts) == expected
 
 
 @pytest.mark.parametrize("version", [6, 9])
