@@ -86,3 +86,25 @@ def test_a_batch_of_another_schema_is_refused_naming_the_table(tmp_path: Path, v
     assert str(t.path) in str(err.value), f"the error does not name the table: {err.value}"
     assert _tree(tmp_path) == before_tree
     assert _answers(t, writes) == before
+
+
+@pytest.mark.parametrize("version", [6, 9])
+@pytest.mark.parametrize("name", ["a b", "a-b", "1x", "ü", "a.b", "nested"])
+def test_a_column_name_avro_cannot_hold_is_refused(tmp_path: Path, version: int, name: str) -> None:
+    """Avro names are ``[A-Za-z_][A-Za-z0-9_]*``: a column (or a nested field) named otherwise went into the table
+    schema, and from then on no stock reader could parse it (hudi-rs: "Invalid field name"; Java's ``Schema.Parser``
+    validates names too) — every record hidden from them. The first write is refused, naming the column and the
+    table, and nothing is written."""
+    t = evt.HudiTable.create(tmp_path / "t", "s", "id", ordering_field="ts", buckets=1, table_version=version)
+    before = _tree(tmp_path)
+    column = (
+        pa.array([{"ok": 1, "bad name": 2}], pa.struct([("ok", pa.int64()), ("bad name", pa.int64())]))
+        if name == "nested"
+        else pa.array(["x"])
+    )
+    batch = pa.table({"id": pa.array([1], pa.int64()), "ts": pa.array([1], pa.int64()), name: column})
+    with pytest.raises(evt.SchemaMismatchError) as err:
+        t.write(batch)
+    assert str(t.path) in str(err.value)
+    assert repr("bad name" if name == "nested" else name) in str(err.value)
+    assert _tree(tmp_path) == before
