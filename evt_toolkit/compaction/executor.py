@@ -348,7 +348,7 @@ def run_compaction(
         raise PlanValidationError(f"a compaction instant such as '20250101000000000' is needed, not {instant!r}")
     started = time.monotonic()
     table.refresh()
-    require_writable(table, f"run compaction {instant}", versions=TABLE_SERVICE_VERSIONS)
+    require_writable(table, f"run compaction {instant}", versions=TABLE_SERVICE_VERSIONS, merges=True)
     _, plan = load_pending_plan(table, instant)
     extra = dict(plan.extra)
     split = exact_split or extra.get(EXTRA_EXACT_SPLIT) == "true"

@@ -220,7 +220,7 @@ def _schedule_once(
     exact_split: bool,
 ) -> ScheduledCompaction | None:
     table.refresh()
-    require_writable(table, "schedule a compaction", versions=TABLE_SERVICE_VERSIONS)
+    require_writable(table, "schedule a compaction", versions=TABLE_SERVICE_VERSIONS, merges=True)
     remove_abandoned_schedules(table)
     timeline = table.timeline
     # On 1.x requested and completion times come from one clock: C must exceed every completion time too (fence 1 of

@@ -35,14 +35,21 @@ def to_epoch_ms(column: pa.Array | pa.ChunkedArray, unit: EpochUnit = "ms", *, f
     if pa.types.is_timestamp(t):
         return pc.cast(pc.cast(arr, pa.timestamp("ms", tz=t.tz), safe=False), pa.int64())
     if pa.types.is_date(t):
-        return pc.multiply(pc.cast(pc.cast(arr, pa.date32()), pa.int64()), 86_400_000)
+        # Arrow casts a date only to its own physical width: days (date32) to int32, then widened.
+        days = pc.cast(pc.cast(pc.cast(arr, pa.date32()), pa.int32()), pa.int64())
+        return pc.multiply(days, 86_400_000)
     if pa.types.is_integer(t):
         if unit == "ms":
             return pc.cast(arr, pa.int64())
         factor = _TO_MS[unit]
         if factor >= 1:
             return pc.multiply(pc.cast(arr, pa.int64()), int(factor))
-        return pc.cast(pc.floor(pc.multiply(pc.cast(arr, pa.float64()), factor)), pa.int64())
+        # Floor division in integers: an epoch in nanoseconds is past float64's exact range (2^53).
+        values = pc.cast(arr, pa.int64())
+        divisor = round(1 / factor)
+        quotient = pc.divide(values, divisor)  # truncates toward zero
+        rest = pc.subtract(values, pc.multiply(quotient, divisor))
+        return pc.if_else(pc.less(rest, 0), pc.subtract(quotient, 1), quotient)
     if pa.types.is_null(t):
         return pa.nulls(len(arr), pa.int64())
     raise EventTimeError(f"event-time field {field!r} has type {t}; expected an epoch number, timestamp or date")

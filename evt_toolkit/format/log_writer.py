@@ -29,6 +29,7 @@ import decimal
 import io
 import json
 import math
+import re
 import struct
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
@@ -37,7 +38,7 @@ import fastavro
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from evt_toolkit.errors import LogFormatError, UnsupportedFeatureError
+from evt_toolkit.errors import LogFormatError, SchemaMismatchError, UnsupportedFeatureError
 from evt_toolkit.format.avro_binary import avro_bytes, zigzag_long
 from evt_toolkit.format.delete_schema import (
     DECIMAL_WRAPPER_PRECISION,
@@ -357,11 +358,21 @@ def _arrow_type_to_avro(dtype: pa.DataType, nullable: bool, name: str, namespace
 
 
 def _arrow_field_to_avro(field: pa.Field, namespace: str) -> dict[str, Any]:
+    if not _AVRO_NAME.fullmatch(field.name):
+        # Avro's Schema.Parser (Java) and apache-avro (hudi-rs) refuse such a name: no stock reader could parse the
+        # table schema again.
+        raise SchemaMismatchError(
+            f"column {field.name!r} cannot be an Avro field name ([A-Za-z_][A-Za-z0-9_]*), which every Hudi table "
+            "schema is; rename it"
+        )
     avro_type = _arrow_type_to_avro(field.type, field.nullable, field.name, namespace)
     out: dict[str, Any] = {"name": field.name, "type": avro_type}
     if field.nullable and not pa.types.is_null(field.type):
         out["default"] = None
     return out
+
+
+_AVRO_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def arrow_to_avro_schema(schema: pa.Schema, record_name: str, namespace: str) -> dict[str, Any]:
@@ -383,6 +394,7 @@ def arrow_to_avro_schema(schema: pa.Schema, record_name: str, namespace: str) ->
 
     Raises:
         UnsupportedFeatureError: a column type has no Avro counterpart (durations, non-string map keys, ...).
+        SchemaMismatchError: a column or nested field name is not an Avro name.
 
     Example:
         >>> arrow_to_avro_schema(pa.schema([("ts", pa.int64())]), "t_record", "hoodie.t")["fields"]

@@ -29,6 +29,7 @@ from evt_toolkit.read.slice_reader import COMMIT_TIME_FIELD, CommitWindow, Slice
 from evt_toolkit.storage.fs import TableStorage
 from evt_toolkit.storage.options import StorageOptions
 from evt_toolkit.table.fs_view import FileSlice
+from evt_toolkit.table.guards import require_supported_merge
 from evt_toolkit.table.retention import check_readable_at
 from evt_toolkit.table.schema import arrow_schema_for, latest_avro_schema, with_meta_fields
 from evt_toolkit.table.table import Table
@@ -210,10 +211,14 @@ def plan_query(
     Raises:
         ReadError: unknown query type, a bad instant, ``as_of`` with an incremental read, an incremental read of a
             table without meta fields, or a state a clean removed (names the earliest readable instant).
+        UnsupportedTableError: a merging query of a table whose merge the toolkit does not apply (several
+            ordering fields, a custom delete marker, a partial-update mode).
     """
     spec = ReadSpec.of(table)
     if query_type not in QUERY_TYPES:
         raise ReadError(f"unknown query type {query_type!r}; expected one of {', '.join(QUERY_TYPES)}")
+    if query_type != "read_optimized":
+        require_supported_merge(table, f"read a {query_type} view")
     if query_type == "incremental":
         if as_of is not None:
             raise ReadError("as_of does not apply to incremental reads; use begin/end")

@@ -24,12 +24,13 @@ Example:
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from evt_toolkit.errors import WriteError
+from evt_toolkit.errors import SchemaMismatchError, WriteError
 from evt_toolkit.write.bucket import bucket_ids
 from evt_toolkit.write.index import BUCKET, resolve_write_index
 from evt_toolkit.write.plan import FileGroupWrite, WriteJobSpec
@@ -267,7 +268,13 @@ def write_dataframe(
     prepared = prepare_on_spark(table, df, options).cache()
     try:
         representatives = prepared.dropDuplicates([PARTITION_COLUMN, BUCKET_COLUMN])
-        sample = representatives.toArrow()
+        try:
+            sample = representatives.toArrow()
+        except Exception as exc:  # the rows are keyed inside Spark tasks: their refusal comes back as Spark's error
+            refusal = _batch_refusal(str(exc), table.storage.uri)
+            if refusal is None:
+                raise
+            raise refusal from exc
         if sample.num_rows == 0:
             return write(table, sample.drop_columns(list(_HELPER_COLUMNS)), operation, executor=spark_executor(spark))
         num_buckets, hash_fields = _bucket_settings(table, options)
@@ -293,6 +300,19 @@ def write_dataframe(
         return write(table, sample.drop_columns(list(_HELPER_COLUMNS)), operation, executor=executor, options=options)
     finally:
         prepared.unpersist()
+
+
+_REFUSAL = re.compile(r"evt_toolkit\.errors\.(SchemaMismatchError|WriteError): (.+)")
+
+
+def _batch_refusal(text: str, uri: str) -> WriteError | None:
+    """The writer's own refusal of a batch (a null key, a bad partition value, ...) raised inside a Spark task, as
+    the error the local writer raises, naming the table; ``None`` when ``text`` holds no such refusal."""
+    m = _REFUSAL.search(text)
+    if m is None:
+        return None
+    cls = SchemaMismatchError if m.group(1) == "SchemaMismatchError" else WriteError
+    return cls(f"{uri}: {m.group(2).strip()}")
 
 
 def _tag_fn(

@@ -156,6 +156,7 @@ class TableConfig:
         event_time_unit: unit of integer epoch event times (our extension ``hoodie.evt.event.time.unit``, default ms).
         drop_partition_columns: ``hoodie.datasource.write.drop.partition.columns``.
         timezone: ``hoodie.table.timeline.timezone`` (``LOCAL`` or ``UTC``).
+        ordering_fields: every ordering field (Hudi 1.1 orders by several, compared as a tuple).
     """
 
     properties: Mapping[str, str]
@@ -179,6 +180,7 @@ class TableConfig:
     event_time_unit: EpochUnit
     drop_partition_columns: bool
     timezone: str
+    ordering_fields: tuple[str, ...] = ()
 
     @property
     def is_mor(self) -> bool:
@@ -253,6 +255,7 @@ class TableConfig:
             record_key_fields=_split_fields(props.get("hoodie.table.recordkey.fields")),
             partition_fields=_split_fields(props.get("hoodie.table.partition.fields")),
             ordering_field=ordering_field,
+            ordering_fields=ordering_fields,
             merge_mode=resolve_merge_mode(props, version, ordering_field),
             payload_class=payload_class,
             key_generator=key_generator,

@@ -27,6 +27,7 @@ from evt_toolkit.table.timeline import Instant, Timeline
 #: Base file extensions Hudi writes. Lance is listed so such tables are recognised (and then refused by the reader).
 BASE_FILE_EXTENSIONS = (".parquet", ".orc", ".hfile", ".lance")
 PARTITION_METAFILE = ".hoodie_partition_metadata"
+HOODIE_FOLDER = ".hoodie"
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,12 +110,18 @@ class Listing:
 
 
 def list_table_files(storage: TableStorage) -> Listing:
-    """List every partition and its base and log files, skipping ``.hoodie`` and other hidden folders.
+    """List every partition and its base and log files, skipping ``.hoodie``.
+
+    As in Hudi (``FileSystemBackedTableMetadata``), every other folder is looked into: a partition's folder may
+    start with ``_`` or ``.`` — a null value's ``__HIVE_DEFAULT_PARTITION__`` without hive-style names, or a value
+    such as ``_x``. Below such a name (``_temporary``, ``.spark-staging``, ...) a folder is a partition only when it
+    holds ``.hoodie_partition_metadata``, as Hudi decides, so a job's staged files are never read as data.
 
     Folders are listed level by level; on object stores the folders of one level are listed in parallel
     (``TableStorage.parallel``), so a table of many partitions costs about one round trip per level, not per folder.
     """
     listed: dict[str, list[FileEntry]] = {}
+    hidden: set[str] = set()
     level = [""]
     while level:
         if storage.is_object_store and len(level) > 1:
@@ -126,12 +133,13 @@ def list_table_files(storage: TableStorage) -> Listing:
             listed[rel] = files
             for d in dirs:
                 name = d.rsplit("/", 1)[-1]
-                # .hoodie (timeline, metadata table), .spark-staging, _temporary and the like are never partitions.
-                if name.startswith(".") or name.startswith("_"):
-                    continue
+                if name == HOODIE_FOLDER:
+                    continue  # the timeline and the metadata table
+                if rel in hidden or name.startswith((".", "_")):
+                    hidden.add(d)
                 following.append(d)
         level = following
-    return _listing(listed)
+    return _listing(listed, hidden)
 
 
 def list_partition_files(storage: TableStorage, partitions: Sequence[str]) -> Listing:
@@ -142,20 +150,22 @@ def list_partition_files(storage: TableStorage, partitions: Sequence[str]) -> Li
         results = storage.parallel(storage.list_dir, wanted)
     else:
         results = [storage.list_dir(rel) for rel in wanted]
-    return _listing({rel: files for rel, (files, _) in zip(wanted, results, strict=True)})
+    return _listing({rel: files for rel, (files, _) in zip(wanted, results, strict=True)}, set())
 
 
-def _listing(listed: dict[str, list[FileEntry]]) -> Listing:
+def _listing(listed: dict[str, list[FileEntry]], hidden: set[str]) -> Listing:
+    """The partitions, base and log files of listed folders; a folder in ``hidden`` (a name starting with ``_`` or
+    ``.`` on its path) counts only when it holds the partition metafile, and its data files only then."""
     partitions: list[str] = []
     base_files: list[BaseFile] = []
     log_files: list[tuple[str, LogFile]] = []
     for rel in sorted(listed):
         has_data = False
-        is_partition = False
+        # Hudi also names it .hoodie_partition_metadata.parquet (or .orc) when it uses the base file format.
+        is_partition = any(entry.name.startswith(PARTITION_METAFILE) for entry in listed[rel])
+        if rel in hidden and not is_partition:
+            continue
         for entry in listed[rel]:
-            if entry.name == PARTITION_METAFILE:
-                is_partition = True
-                continue
             parsed = _parse_data_file(rel, entry)
             if isinstance(parsed, BaseFile):
                 base_files.append(parsed)

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from evt_toolkit.errors import UnsupportedTableError
+from evt_toolkit.table.config import EVENT_TIME_ORDERING
 from evt_toolkit.table.metadata_table import metadata_table_support
 from evt_toolkit.table.table import Table
 
@@ -32,6 +33,7 @@ __all__ = [
     "METADATA_PARTITIONS_KEY",
     "TABLE_SERVICE_VERSIONS",
     "has_metadata_table",
+    "require_supported_merge",
     "require_writable",
 ]
 
@@ -57,8 +59,65 @@ def has_metadata_table(table: Table) -> bool:
     return bool(metadata_partitions(table)) or table.storage.exists(METADATA_FOLDER)
 
 
+#: Table settings that give a merge rules this toolkit does not apply: a custom delete marker (Hudi 1.1 keeps it
+#: under ``hoodie.record.merge.property.``; ``DefaultHoodieRecordPayload.DELETE_KEY``) and partial-update rules.
+_MERGE_SETTINGS = (
+    "hoodie.payload.delete.field",
+    "hoodie.record.merge.property.hoodie.payload.delete.field",
+    "hoodie.record.merge.property.hoodie.table.partial.update.custom.marker",
+    "hoodie.table.partial.update.custom.marker",
+)
+#: ``hoodie.table.partial.update.mode`` values whose merge is the toolkit's (none, or ``IS_PARTIAL`` blocks).
+_PARTIAL_UPDATE_MODES = ("", "NONE", "KEEP_VALUES")
+#: Payload classes of older tables whose merge has such rules (delete markers, ignored defaults, partial updates).
+_PAYLOADS_WITH_RULES = (
+    "AWSDmsAvroPayload",
+    "MySqlDebeziumAvroPayload",
+    "PostgresDebeziumAvroPayload",
+    "OverwriteNonDefaultsWithLatestAvroPayload",
+    "PartialUpdateAvroPayload",
+)
+
+
+def require_supported_merge(table: Table, operation: str) -> None:
+    """Refuse ``operation``, which merges records, on a table whose merge this toolkit would get wrong.
+
+    * an event-time table ordered by several fields: Hudi 1.1 compares them as a tuple (``OrderingValues.create``,
+      an ``ArrayComparable``); merged by the first alone, a tie on it would go to the later record where Hudi keeps
+      the greater next field;
+    * a custom delete marker or a partial-update mode (``DeleteContext``, ``PartialUpdateMode``), or a payload class
+      with such rules: the toolkit knows ``_hoodie_is_deleted`` and ``IS_PARTIAL`` blocks only, and would read a row
+      the table marks deleted as live.
+
+    Raises:
+        UnsupportedTableError: naming the table and the setting.
+    """
+    cfg = table.config
+    props = cfg.properties
+    where = f"cannot {operation} on {table.storage.uri}"
+    if len(cfg.ordering_fields) > 1 and cfg.merge_mode == EVENT_TIME_ORDERING:
+        raise UnsupportedTableError(
+            f"{where}: its records are ordered by several fields ({','.join(cfg.ordering_fields)}), compared as a "
+            "tuple by Hudi; this toolkit merges by one ordering field (the read-optimized view, which merges "
+            "nothing, reads)"
+        )
+    rules = [f"{k}={props[k]}" for k in _MERGE_SETTINGS if (props.get(k) or "").strip()]
+    mode = (props.get("hoodie.table.partial.update.mode") or "").strip().upper()
+    if mode not in _PARTIAL_UPDATE_MODES:
+        rules.append(f"hoodie.table.partial.update.mode={mode}")
+    payload = (props.get("hoodie.compaction.payload.class") or props.get("hoodie.table.payload.class") or "").strip()
+    if cfg.version < 9 and payload.rsplit(".", 1)[-1] in _PAYLOADS_WITH_RULES:
+        rules.append(f"hoodie.compaction.payload.class={payload}")
+    if rules:
+        raise UnsupportedTableError(
+            f"{where}: its merge has rules this toolkit does not apply ({'; '.join(rules)}); it would read rows "
+            "the table marks deleted or partially updated otherwise than Hudi (the read-optimized view, which "
+            "merges nothing, reads)"
+        )
+
+
 def require_writable(
-    table: Table, operation: str, *, merge_on_read: bool = True, versions: Iterable[int] = (6,)
+    table: Table, operation: str, *, merge_on_read: bool = True, versions: Iterable[int] = (6,), merges: bool = False
 ) -> None:
     """Refuse ``operation`` on a table the toolkit cannot write safely; names the table and why.
 
@@ -68,6 +127,8 @@ def require_writable(
         merge_on_read: the operation needs a MERGE_ON_READ table.
         versions: the table versions ``operation`` is written for (default 6; writes and table services pass
             6, 8 and 9).
+        merges: ``operation`` merges records (a write de-duplicates its batch, a compaction merges slices): also
+            :func:`require_supported_merge`.
 
     Raises:
         UnsupportedTableError: another table version or type, or a metadata table the toolkit does not maintain.
@@ -76,6 +137,8 @@ def require_writable(
     where = table.storage.uri
     if merge_on_read and cfg.table_type != "MERGE_ON_READ":
         raise UnsupportedTableError(f"cannot {operation} on {where}: it is a {cfg.table_type} table, not MERGE_ON_READ")
+    if merges:
+        require_supported_merge(table, operation)
     allowed = tuple(versions)
     if cfg.version not in allowed:
         raise UnsupportedTableError(

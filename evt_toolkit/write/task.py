@@ -70,6 +70,7 @@ IS_DELETED_FIELD = "_hoodie_is_deleted"
 
 # PartitionPathEncodeUtils.DEFAULT_PARTITION_PATH.
 DEFAULT_PARTITION_PATH = "__HIVE_DEFAULT_PARTITION__"
+_NOT_FOLDER_NAMES = [".", "..", ".hoodie"]
 
 _KEY, _PART, _COMMIT_TIME, _SEQNO, _FILE_NAME = (
     "_hoodie_record_key",
@@ -150,7 +151,8 @@ def partition_paths(table: pa.Table, fields: Sequence[str], hive_style: bool) ->
 
     Raises:
         SchemaMismatchError: a partition field is missing or of an unsupported type.
-        WriteError: a value contains ``/`` (it would silently add a partition level; URL encoding is off).
+        WriteError: a value contains ``/`` (it would silently add a partition level; URL encoding is off), or,
+            without hive-style names, is ``.``, ``..`` or ``.hoodie`` (no partition folder of the table).
 
     Example:
         >>> partition_paths(pa.table({"r": ["eu", None]}), ["r"], True).to_pylist()
@@ -165,6 +167,16 @@ def partition_paths(table: pa.Table, fields: Sequence[str], hive_style: bool) ->
         v = _as_strings(table[f], f, "partition")
         if pc.any(pc.fill_null(pc.match_substring(v, "/"), False)).as_py():
             raise WriteError(f"partition field {f!r} has values containing '/', which would nest partitions")
+        if not hive_style:
+            # Named by the bare value, these folders are the partition's parent, the folder above it, or the one
+            # Hudi's listing skips (FileSystemBackedTableMetadata): the records would never be read.
+            bad = pc.fill_null(pc.is_in(v, pa.array(_NOT_FOLDER_NAMES)), False)
+            if pc.any(bad).as_py():
+                found = sorted(set(v.filter(bad).to_pylist()))
+                raise WriteError(
+                    f"partition field {f!r} has values {', '.join(map(repr, found))}, which cannot name a partition "
+                    "folder without hive-style partitioning"
+                )
         v = pc.if_else(pc.fill_null(pc.equal(pc.binary_length(v), 0), True), DEFAULT_PARTITION_PATH, v)
         parts.append(pc.binary_join_element_wise(f"{f}=", v, "") if hive_style else v)
     return parts[0] if len(parts) == 1 else pc.binary_join_element_wise(*parts, "/")

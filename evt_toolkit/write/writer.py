@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -125,7 +125,7 @@ def _as_arrow(data: Any) -> pa.Table:
 
 def _check_writable(table: Table, options: Mapping[str, str]) -> WriteIndex:
     # The one guard (type, version, metadata table); versions 8 and 9 are written too (docs/hudi-1x.md).
-    require_writable(table, "write", versions=WRITABLE_TABLE_VERSIONS)
+    require_writable(table, "write", versions=WRITABLE_TABLE_VERSIONS, merges=True)
     cfg = table.config
     where = table.storage.uri
     if cfg.timeline_layout >= 2:
@@ -165,6 +165,17 @@ def _strip_null(avro_type: Any) -> Any:
         branches = [b for b in avro_type if b != "null"]
         return branches[0] if len(branches) == 1 else branches
     return avro_type
+
+
+@contextlib.contextmanager
+def _naming(uri: str) -> Iterator[None]:
+    """Add the table to a refusal of the batch that does not name it yet (every ``EvtError`` names its table)."""
+    try:
+        yield
+    except (SchemaMismatchError, WriteError) as exc:
+        if uri in str(exc):
+            raise
+        raise type(exc)(f"{uri}: {exc}") from exc
 
 
 def _writer_schema(table: Table, batch: pa.Schema, operation: str) -> dict[str, Any]:
@@ -424,73 +435,76 @@ def write(
             f"{table.storage.uri}: clustering {', '.join(i.time for i in clustering)} is pending; writes wait for it"
         )
 
-    batch = _to_arrow(data, table.storage.uri)
-    check_required_fields(
-        batch.schema, op, cfg.record_key_fields, cfg.partition_fields, cfg.ordering_field, cfg.event_time_field
-    )
-    writer_schema = _writer_schema(table, batch.schema, op)
-    # A delete on a table without a schema yet derives one from its key columns only: keep it out of the commit so
-    # that it never becomes the table schema.
-    first_delete = op == "delete" and latest_avro_schema(cfg, timeline) is None
-    schema_text = "" if first_delete else avro_schema_json(writer_schema)
-    instant = new_instant_time(_timeline_times(table), cfg.timezone, scope=table.storage.uri)
-    spec = WriteJobSpec(
-        table_uri=table.storage.uri,
-        storage_options=table.storage.options,
-        instant=instant,
-        operation=op,
-        avro_schema_json=avro_schema_json(with_meta_fields(writer_schema)),
-        record_key_fields=cfg.record_key_fields,
-        partition_fields=cfg.partition_fields,
-        ordering_field=cfg.ordering_field,
-        event_time_field=cfg.event_time_field,
-        event_time_unit=table.config.event_time_unit,
-        min_event_time_header=cfg.min_event_time_header,
-        max_log_file_size=_int_option(opts, props, _MAX_LOG_FILE_SIZE_KEY, DEFAULT_MAX_LOG_FILE_SIZE),
-        table_name=cfg.name,
-        hive_style_partitioning=cfg.hive_style_partitioning,
-        max_data_block_size=_int_option(opts, props, _MAX_DATA_BLOCK_SIZE_KEY, DEFAULT_MAX_DATA_BLOCK_SIZE),
-        table_version=cfg.version,
-    )
-    if index.kind == BUCKET:
-        upserts, deletes = prepare_batch(spec, batch, index.num_buckets, index.hash_fields)
-        fgs = plan_file_group_writes(
-            instant,
-            _pairs(upserts) | _pairs(deletes),
-            _existing_slices(table),
-            # v8+ writers never name logs after a pending compaction: their logs join slices by completion time.
-            [] if fmt.logs_named_by_deltacommit else _pending_reservations(table),
+    # Nothing is written before this block ends: a batch it refuses leaves the table as it was, and the error
+    # names the table.
+    with _naming(table.storage.uri):
+        batch = _to_arrow(data, table.storage.uri)
+        check_required_fields(
+            batch.schema, op, cfg.record_key_fields, cfg.partition_fields, cfg.ordering_field, cfg.event_time_field
         )
-        if fmt.logs_named_by_deltacommit:
-            # Each deltacommit opens new log files named after itself, from version 1 (HoodieWriteHandle, v8+).
-            fgs = [dataclasses.replace(fg, log_version=1, existing_log_files=()) for fg in fgs]
-    else:
-        upserts, deletes = prepare_batch(spec, batch, 1, ",".join(cfg.record_key_fields))
-        slices = {(s.partition_path, s.file_id): (s.base_instant, s.base_file) for s in _existing_slices(table)}
-        partitions = {p for p, _ in _pairs(upserts) | _pairs(deletes)}
-        split = _int_option(opts, props, _INSERT_SPLIT_SIZE_KEY, DEFAULT_INSERT_SPLIT_SIZE)
-        fgs, upserts, deletes = plan_simple_index_writes(
-            instant, upserts, deletes, key_locations(table, partitions), slices, insert_split_size=split
+        writer_schema = _writer_schema(table, batch.schema, op)
+        # A delete on a table without a schema yet derives one from its key columns only: keep it out of the commit so
+        # that it never becomes the table schema.
+        first_delete = op == "delete" and latest_avro_schema(cfg, timeline) is None
+        schema_text = "" if first_delete else avro_schema_json(writer_schema)
+        instant = new_instant_time(_timeline_times(table), cfg.timezone, scope=table.storage.uri)
+        spec = WriteJobSpec(
+            table_uri=table.storage.uri,
+            storage_options=table.storage.options,
+            instant=instant,
+            operation=op,
+            avro_schema_json=avro_schema_json(with_meta_fields(writer_schema)),
+            record_key_fields=cfg.record_key_fields,
+            partition_fields=cfg.partition_fields,
+            ordering_field=cfg.ordering_field,
+            event_time_field=cfg.event_time_field,
+            event_time_unit=table.config.event_time_unit,
+            min_event_time_header=cfg.min_event_time_header,
+            max_log_file_size=_int_option(opts, props, _MAX_LOG_FILE_SIZE_KEY, DEFAULT_MAX_LOG_FILE_SIZE),
+            table_name=cfg.name,
+            hive_style_partitioning=cfg.hive_style_partitioning,
+            max_data_block_size=_int_option(opts, props, _MAX_DATA_BLOCK_SIZE_KEY, DEFAULT_MAX_DATA_BLOCK_SIZE),
+            table_version=cfg.version,
         )
-    group_keys = _group_keys(
-        pa.array([fg.partition_path for fg in fgs], pa.string()), pa.array([fg.bucket for fg in fgs], pa.int64())
-    )
-    up_parts = _split_by_group(upserts, group_keys, len(fgs))
-    de_parts = _split_by_group(deletes, group_keys, len(fgs))
-    tasks: list[TaskInput] = []
-    for fg, up, de in zip(fgs, up_parts, de_parts, strict=True):
-        if fg.is_new_file_group:
-            # The bucket index finds no location for these keys: deletes of keys that were never written are
-            # dropped (HoodieDeleteHelper keeps only records whose location is known).
-            if up.num_rows == 0:
-                continue
-            de = de.slice(0, 0)
-        tasks.append((fg, up, de))
+        if index.kind == BUCKET:
+            upserts, deletes = prepare_batch(spec, batch, index.num_buckets, index.hash_fields)
+            fgs = plan_file_group_writes(
+                instant,
+                _pairs(upserts) | _pairs(deletes),
+                _existing_slices(table),
+                # v8+ writers never name logs after a pending compaction: their logs join slices by completion time.
+                [] if fmt.logs_named_by_deltacommit else _pending_reservations(table),
+            )
+            if fmt.logs_named_by_deltacommit:
+                # Each deltacommit opens new log files named after itself, from version 1 (HoodieWriteHandle, v8+).
+                fgs = [dataclasses.replace(fg, log_version=1, existing_log_files=()) for fg in fgs]
+        else:
+            upserts, deletes = prepare_batch(spec, batch, 1, ",".join(cfg.record_key_fields))
+            slices = {(s.partition_path, s.file_id): (s.base_instant, s.base_file) for s in _existing_slices(table)}
+            partitions = {p for p, _ in _pairs(upserts) | _pairs(deletes)}
+            split = _int_option(opts, props, _INSERT_SPLIT_SIZE_KEY, DEFAULT_INSERT_SPLIT_SIZE)
+            fgs, upserts, deletes = plan_simple_index_writes(
+                instant, upserts, deletes, key_locations(table, partitions), slices, insert_split_size=split
+            )
+        group_keys = _group_keys(
+            pa.array([fg.partition_path for fg in fgs], pa.string()), pa.array([fg.bucket for fg in fgs], pa.int64())
+        )
+        up_parts = _split_by_group(upserts, group_keys, len(fgs))
+        de_parts = _split_by_group(deletes, group_keys, len(fgs))
+        tasks: list[TaskInput] = []
+        for fg, up, de in zip(fgs, up_parts, de_parts, strict=True):
+            if fg.is_new_file_group:
+                # The bucket index finds no location for these keys: deletes of keys that were never written are
+                # dropped (HoodieDeleteHelper keeps only records whose location is known).
+                if up.num_rows == 0:
+                    continue
+                de = de.slice(0, 0)
+            tasks.append((fg, up, de))
 
-    if not tasks and first_delete:
-        # Deletes on a table that never held a record delete nothing; an empty commit without a schema would leave
-        # the table unreadable for stock readers that resolve the schema from the latest commit (hudi-rs).
-        return ""
+        if not tasks and first_delete:
+            # Deletes on a table that never held a record delete nothing; an empty commit without a schema would leave
+            # the table unreadable for stock readers that resolve the schema from the latest commit (hudi-rs).
+            return ""
     operation_type = op.upper()
     storage = table.storage
     storage.write_bytes_atomic(_instant_file(table, instant, REQUESTED), b"")
