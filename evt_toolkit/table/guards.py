@@ -5,6 +5,7 @@ table it cannot keep consistent:
 
 * a table version the operation is not written for: writes and the table services (compaction, clean, rollback,
   unschedule) handle 6, 8 and 9 (``docs/hudi-1x.md``);
+* base files other than Parquet (``hoodie.table.base.file.format``: Hudi 1.1's LANCE, ORC, HFILE);
 * a table with a **metadata table** (``hoodie.table.metadata.partitions`` lists partitions, or ``.hoodie/metadata``
   exists) that :func:`~evt_toolkit.table.metadata_table.metadata_table_support` says the toolkit cannot keep
   consistent (version 6, an async indexer at work, a declared but missing metadata table, ...): stock readers list
@@ -70,7 +71,8 @@ def require_writable(
             6, 8 and 9).
 
     Raises:
-        UnsupportedTableError: another table version or type, or a metadata table the toolkit does not maintain.
+        UnsupportedTableError: another table version or type, base files other than Parquet, or a metadata table the
+            toolkit does not maintain.
     """
     cfg = table.config
     where = table.storage.uri
@@ -82,6 +84,12 @@ def require_writable(
             f"cannot {operation} on {where}: table version {cfg.version} (timeline layout {cfg.timeline_layout}) is "
             f"read, but this operation is written for table version {', '.join(map(str, allowed))} only "
             "(docs/hudi-1x.md)"
+        )
+    if cfg.base_file_format != "PARQUET":
+        # A compaction would read its base files as Parquet and fail half-way, with the plan left inflight.
+        raise UnsupportedTableError(
+            f"cannot {operation} on {where}: its base files are {cfg.base_file_format} "
+            "(hoodie.table.base.file.format); this toolkit reads and writes Parquet base files only"
         )
     if has_metadata_table(table):
         support = metadata_table_support(table)
