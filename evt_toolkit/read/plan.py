@@ -28,6 +28,7 @@ from evt_toolkit.read.merge import COMMIT_TIME, EVENT_TIME
 from evt_toolkit.read.slice_reader import COMMIT_TIME_FIELD, CommitWindow, SliceReadContext, read_file_slice
 from evt_toolkit.storage.fs import TableStorage
 from evt_toolkit.storage.options import StorageOptions
+from evt_toolkit.table import guards
 from evt_toolkit.table.fs_view import FileSlice
 from evt_toolkit.table.retention import check_readable_at
 from evt_toolkit.table.schema import arrow_schema_for, latest_avro_schema, with_meta_fields
@@ -86,7 +87,13 @@ class ReadSpec:
 
     @classmethod
     def of(cls, table: Table) -> ReadSpec:
-        """The merged schema (latest writer schema, meta fields first, every column nullable) and merge settings."""
+        """The merged schema (latest writer schema, meta fields first, every column nullable) and merge settings.
+
+        Raises:
+            UnsupportedFeatureError: partition columns that only the partition path holds
+                (:func:`~evt_toolkit.table.guards.require_partition_columns_stored`).
+        """
+        guards.require_partition_columns_stored(table, "run a query")
         cfg = table.config
         avro = latest_avro_schema(cfg, table.timeline)
         reader_avro = with_meta_fields(avro) if avro is not None and cfg.populate_meta_fields else avro

@@ -5,7 +5,8 @@ table it cannot keep consistent:
 
 * a table version the operation is not written for: writes and the table services (compaction, clean, rollback,
   unschedule) handle 6, 8 and 9 (``docs/hudi-1x.md``);
-* base files other than Parquet (``hoodie.table.base.file.format``: Hudi 1.1's LANCE, ORC, HFILE);
+* base files other than Parquet (``hoodie.table.base.file.format``: Hudi 1.1's LANCE, ORC, HFILE) and partition
+  columns left out of the files (``hoodie.datasource.write.drop.partition.columns``);
 * a table with a **metadata table** (``hoodie.table.metadata.partitions`` lists partitions, or ``.hoodie/metadata``
   exists) that :func:`~evt_toolkit.table.metadata_table.metadata_table_support` says the toolkit cannot keep
   consistent (version 6, an async indexer at work, a declared but missing metadata table, ...): stock readers list
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from evt_toolkit.errors import UnsupportedTableError
+from evt_toolkit.errors import UnsupportedFeatureError, UnsupportedTableError
 from evt_toolkit.table.metadata_table import metadata_table_support
 from evt_toolkit.table.table import Table
 
@@ -33,6 +34,7 @@ __all__ = [
     "METADATA_PARTITIONS_KEY",
     "TABLE_SERVICE_VERSIONS",
     "has_metadata_table",
+    "require_partition_columns_stored",
     "require_writable",
 ]
 
@@ -58,6 +60,26 @@ def has_metadata_table(table: Table) -> bool:
     return bool(metadata_partitions(table)) or table.storage.exists(METADATA_FOLDER)
 
 
+def require_partition_columns_stored(table: Table, operation: str) -> None:
+    """Refuse ``operation`` on a partitioned table written with ``hoodie.datasource.write.drop.partition.columns``.
+
+    Such a table's data files lack the partition columns; Spark's Hudi relation then takes their values from the
+    partition path (``HoodieBaseRelation.shouldExtractPartitionValuesFromPartitionPath``, parsed per key generator by
+    ``HoodieSparkUtils.parsePartitionColumnValues``), which this toolkit does not do: its rows would carry nulls.
+
+    Raises:
+        UnsupportedFeatureError: naming the table, the setting and the partition columns.
+    """
+    cfg = table.config
+    if cfg.drop_partition_columns and cfg.partition_fields:
+        raise UnsupportedFeatureError(
+            f"cannot {operation} on {table.storage.uri}: it is written with "
+            "hoodie.datasource.write.drop.partition.columns=true, so its partition columns "
+            f"({', '.join(cfg.partition_fields)}) are not stored in its files and come from the partition path, "
+            "which this toolkit does not parse"
+        )
+
+
 def require_writable(
     table: Table, operation: str, *, merge_on_read: bool = True, versions: Iterable[int] = (6,)
 ) -> None:
@@ -73,6 +95,7 @@ def require_writable(
     Raises:
         UnsupportedTableError: another table version or type, base files other than Parquet, or a metadata table the
             toolkit does not maintain.
+        UnsupportedFeatureError: partition columns not stored in the files (:func:`require_partition_columns_stored`).
     """
     cfg = table.config
     where = table.storage.uri
@@ -85,6 +108,7 @@ def require_writable(
             f"read, but this operation is written for table version {', '.join(map(str, allowed))} only "
             "(docs/hudi-1x.md)"
         )
+    require_partition_columns_stored(table, operation)
     if cfg.base_file_format != "PARQUET":
         # A compaction would read its base files as Parquet and fail half-way, with the plan left inflight.
         raise UnsupportedTableError(
