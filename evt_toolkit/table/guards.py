@@ -34,6 +34,7 @@ __all__ = [
     "METADATA_PARTITIONS_KEY",
     "TABLE_SERVICE_VERSIONS",
     "has_metadata_table",
+    "require_meta_fields",
     "require_partition_columns_stored",
     "require_writable",
 ]
@@ -58,6 +59,22 @@ def metadata_partitions(table: Table) -> tuple[str, ...]:
 def has_metadata_table(table: Table) -> bool:
     """Whether the table has (or declares) a metadata table."""
     return bool(metadata_partitions(table)) or table.storage.exists(METADATA_FOLDER)
+
+
+def require_meta_fields(table: Table, operation: str) -> None:
+    """Refuse ``operation``, a compaction, on a table written with ``hoodie.populate.meta.fields=false``.
+
+    The compaction task merges and writes records by their ``_hoodie_*`` meta fields; checked before a plan is
+    written or marked inflight, so the refusal leaves the table as it was.
+
+    Raises:
+        UnsupportedFeatureError: naming the table and the setting.
+    """
+    if not table.config.populate_meta_fields:
+        raise UnsupportedFeatureError(
+            f"cannot {operation} on {table.storage.uri}: it is written without the _hoodie_* meta fields "
+            "(hoodie.populate.meta.fields=false), which compaction needs; it reads as Hudi reads it"
+        )
 
 
 def require_partition_columns_stored(table: Table, operation: str) -> None:
