@@ -337,7 +337,7 @@ def run_compaction(
 
     Raises:
         UnsupportedTableError: a table this toolkit does not write (version, type, metadata table).
-        UnsupportedFeatureError: a table without meta fields (``hoodie.populate.meta.fields=false``).
+        UnsupportedTableError: a table without meta fields (``hoodie.populate.meta.fields=false``).
         TimelineError: no pending compaction at ``instant``.
         MetadataDecodeError: the plan file is cut short or otherwise undecodable (names it).
         PlanValidationError: files of the plan are missing, a link cannot be made, or the prefix rule does not hold.

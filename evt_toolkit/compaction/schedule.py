@@ -171,7 +171,7 @@ def schedule_compaction(
         PlanValidationError: bad link settings, an existing different file under a link name, or writes kept
             changing the slices while the plan was made (the plan is taken back then; nothing is left).
         SymlinkUnsupportedError: ``symlink`` links on storage without symlinks.
-        UnsupportedFeatureError: a table without meta fields (``hoodie.populate.meta.fields=false``).
+        UnsupportedTableError: a table without meta fields (``hoodie.populate.meta.fields=false``).
     """
     if link_mode not in LINK_MODES:
         raise PlanValidationError(f"link_mode must be one of {', '.join(LINK_MODES)}, got {link_mode!r}")

@@ -90,7 +90,7 @@ class ReadSpec:
         """The merged schema (latest writer schema, meta fields first, every column nullable) and merge settings.
 
         Raises:
-            UnsupportedFeatureError: partition columns that only the partition path holds
+            UnsupportedTableError: partition columns that only the partition path holds
                 (:func:`~evt_toolkit.table.guards.require_partition_columns_stored`).
         """
         guards.require_partition_columns_stored(table, "run a query")

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from evt_toolkit.errors import UnsupportedFeatureError, UnsupportedTableError
+from evt_toolkit.errors import UnsupportedTableError
 from evt_toolkit.table.metadata_table import metadata_table_support
 from evt_toolkit.table.table import Table
 
@@ -34,8 +34,6 @@ __all__ = [
     "METADATA_PARTITIONS_KEY",
     "TABLE_SERVICE_VERSIONS",
     "has_metadata_table",
-    "require_meta_fields",
-    "require_partition_columns_stored",
     "require_writable",
 ]
 
@@ -61,42 +59,6 @@ def has_metadata_table(table: Table) -> bool:
     return bool(metadata_partitions(table)) or table.storage.exists(METADATA_FOLDER)
 
 
-def require_meta_fields(table: Table, operation: str) -> None:
-    """Refuse ``operation``, a compaction, on a table written with ``hoodie.populate.meta.fields=false``.
-
-    The compaction task merges and writes records by their ``_hoodie_*`` meta fields; checked before a plan is
-    written or marked inflight, so the refusal leaves the table as it was.
-
-    Raises:
-        UnsupportedFeatureError: naming the table and the setting.
-    """
-    if not table.config.populate_meta_fields:
-        raise UnsupportedFeatureError(
-            f"cannot {operation} on {table.storage.uri}: it is written without the _hoodie_* meta fields "
-            "(hoodie.populate.meta.fields=false), which compaction needs; it reads as Hudi reads it"
-        )
-
-
-def require_partition_columns_stored(table: Table, operation: str) -> None:
-    """Refuse ``operation`` on a partitioned table written with ``hoodie.datasource.write.drop.partition.columns``.
-
-    Such a table's data files lack the partition columns; Spark's Hudi relation then takes their values from the
-    partition path (``HoodieBaseRelation.shouldExtractPartitionValuesFromPartitionPath``, parsed per key generator by
-    ``HoodieSparkUtils.parsePartitionColumnValues``), which this toolkit does not do: its rows would carry nulls.
-
-    Raises:
-        UnsupportedFeatureError: naming the table, the setting and the partition columns.
-    """
-    cfg = table.config
-    if cfg.drop_partition_columns and cfg.partition_fields:
-        raise UnsupportedFeatureError(
-            f"cannot {operation} on {table.storage.uri}: it is written with "
-            "hoodie.datasource.write.drop.partition.columns=true, so its partition columns "
-            f"({', '.join(cfg.partition_fields)}) are not stored in its files and come from the partition path, "
-            "which this toolkit does not parse"
-        )
-
-
 def require_writable(
     table: Table, operation: str, *, merge_on_read: bool = True, versions: Iterable[int] = (6,)
 ) -> None:
@@ -110,9 +72,9 @@ def require_writable(
             6, 8 and 9).
 
     Raises:
-        UnsupportedTableError: another table version or type, base files other than Parquet, or a metadata table the
-            toolkit does not maintain.
-        UnsupportedFeatureError: partition columns not stored in the files (:func:`require_partition_columns_stored`).
+        UnsupportedTableError: another table version or type, base files other than Parquet, partition columns
+            left out of the files (:func:`require_partition_columns_stored`), or a metadata table the toolkit does
+            not maintain.
     """
     cfg = table.config
     where = table.storage.uri
@@ -143,4 +105,40 @@ def require_writable(
             f"this toolkit cannot keep consistent ({why}), so stock readers listing files through it would miss or "
             "look for the wrong files. Disable it the way Hudi does — t.metadata_table.disable(dry_run=False) or "
             "`evt metadata disable --apply` — and let a stock writer with hoodie.metadata.enable=true rebuild it later"
+        )
+
+
+def require_meta_fields(table: Table, operation: str) -> None:
+    """Refuse ``operation``, a compaction, on a table written with ``hoodie.populate.meta.fields=false``.
+
+    The compaction task merges and writes records by their ``_hoodie_*`` meta fields; checked before a plan is
+    written or marked inflight, so the refusal leaves the table as it was.
+
+    Raises:
+        UnsupportedTableError: naming the table and the setting.
+    """
+    if not table.config.populate_meta_fields:
+        raise UnsupportedTableError(
+            f"cannot {operation} on {table.storage.uri}: it is written without the _hoodie_* meta fields "
+            "(hoodie.populate.meta.fields=false), which compaction needs; it reads as Hudi reads it"
+        )
+
+
+def require_partition_columns_stored(table: Table, operation: str) -> None:
+    """Refuse ``operation`` on a partitioned table written with ``hoodie.datasource.write.drop.partition.columns``.
+
+    Such a table's data files lack the partition columns; Spark's Hudi relation then takes their values from the
+    partition path (``HoodieBaseRelation.shouldExtractPartitionValuesFromPartitionPath``, parsed per key generator by
+    ``HoodieSparkUtils.parsePartitionColumnValues``), which this toolkit does not do: its rows would carry nulls.
+
+    Raises:
+        UnsupportedTableError: naming the table, the setting and the partition columns.
+    """
+    cfg = table.config
+    if cfg.drop_partition_columns and cfg.partition_fields:
+        raise UnsupportedTableError(
+            f"cannot {operation} on {table.storage.uri}: it is written with "
+            "hoodie.datasource.write.drop.partition.columns=true, so its partition columns "
+            f"({', '.join(cfg.partition_fields)}) are not stored in its files and come from the partition path, "
+            "which this toolkit does not parse"
         )

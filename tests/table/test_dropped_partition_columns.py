@@ -55,7 +55,7 @@ def test_reads_of_a_table_whose_files_lack_the_partition_columns_are_refused(tmp
     _compacted(path)
     assert evt.HudiTable.open(path).read(query)["region"].null_count == 0
     _drop_partition_columns(path, "region")
-    with pytest.raises(evt.UnsupportedFeatureError) as err:
+    with pytest.raises(evt.UnsupportedTableError) as err:
         evt.HudiTable.open(path).read(query)
     msg = str(err.value)
     assert str(path) in msg and "hoodie.datasource.write.drop.partition.columns" in msg and "region" in msg
@@ -66,7 +66,7 @@ def test_compaction_of_such_a_table_is_refused_before_anything_changes(tmp_path:
     _compacted(path)
     _drop_partition_columns(path, "region")
     before = _tree(path)
-    with pytest.raises(evt.UnsupportedFeatureError, match=r"drop\.partition\.columns"):
+    with pytest.raises(evt.UnsupportedTableError, match=r"drop\.partition\.columns"):
         evt.HudiTable.open(path).compaction.schedule(UnBoundedCompactionStrategy())
     assert _tree(path) == before
 

@@ -51,7 +51,7 @@ def test_schedule_refuses_a_table_without_meta_fields_before_writing_a_plan(tmp_
     t = evt.HudiTable.open(path)
     assert t.read().num_rows == 9, "the table reads, its keys derived from the record key field"
     before = _tree(path)
-    with pytest.raises(evt.UnsupportedFeatureError) as err:
+    with pytest.raises(evt.UnsupportedTableError) as err:
         t.compaction.schedule(UnBoundedCompactionStrategy())
     assert str(path) in str(err.value) and "hoodie.populate.meta.fields" in str(err.value)
     assert _tree(path) == before
@@ -65,6 +65,6 @@ def test_run_refuses_a_pending_plan_on_such_a_table_before_marking_it_inflight(t
     assert c is not None
     _without_meta_fields(path)
     before = _tree(path)
-    with pytest.raises(evt.UnsupportedFeatureError, match="populate"):
+    with pytest.raises(evt.UnsupportedTableError, match="populate"):
         evt.HudiTable.open(path).compaction.run(c.instant)
     assert _tree(path) == before
