@@ -161,6 +161,10 @@ class QueryPlan:
         return out
 
 
+#: Incremental begins that mean "from the start", as Hudi's ``hoodie.datasource.read.begin.instanttime`` takes them.
+EARLIEST_BEGINS = frozenset({"earliest", "000", "0"})
+
+
 def _partition_of(rel_path: str) -> str:
     return rel_path.rsplit("/", 1)[0] if "/" in rel_path else ""
 
@@ -172,7 +176,7 @@ def _incremental(table: Table, spec: ReadSpec, begin: str | None, end: str | Non
             f"incremental reads of {table.path} need the _hoodie_* meta fields, and this table does not store them "
             "(hoodie.populate.meta.fields=false); read a snapshot with as_of instead"
         )
-    b = normalize_instant(begin, "begin") if begin is not None else "0"
+    b = "0" if begin is None or str(begin).strip().lower() in EARLIEST_BEGINS else normalize_instant(begin, "begin")
     e = normalize_instant(end, "end") if end is not None else None
     layout2 = table.config.timeline_layout >= 2
     admitted = []
