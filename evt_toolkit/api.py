@@ -150,7 +150,7 @@ class HudiTable(Table):
             query_type: ``snapshot`` (base merged with logs), ``read_optimized`` (base files only) or
                 ``incremental`` (records committed in ``(begin, end]``).
             as_of: time travel instant for snapshot and read-optimized reads.
-            begin: exclusive start of an incremental window (default: the beginning).
+            begin: exclusive start of an incremental window (default, or ``earliest``/``000``: the beginning).
             end: inclusive end of an incremental window (default: the latest commit).
             columns: projection, in the order wanted.
 

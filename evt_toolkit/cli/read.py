@@ -92,7 +92,9 @@ def register(sub: Any) -> None:
     add_table(p)
     p.add_argument("--query-type", default="snapshot", choices=["snapshot", "read_optimized", "incremental"])
     p.add_argument("--as-of", metavar="INSTANT", help="time travel: the table as of this instant")
-    p.add_argument("--begin", metavar="INSTANT", help="incremental: after this instant (exclusive)")
+    p.add_argument(
+        "--begin", metavar="INSTANT", help="incremental: after this instant (exclusive; earliest: the start)"
+    )
     p.add_argument("--end", metavar="INSTANT", help="incremental: up to this instant (inclusive)")
     p.add_argument("--columns", help="comma-separated projection, e.g. uuid,fare")
     p.add_argument(

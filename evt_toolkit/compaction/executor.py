@@ -69,7 +69,7 @@ from evt_toolkit.read.plan import ReadSpec
 from evt_toolkit.storage.fs import FileEntry, TableStorage
 from evt_toolkit.storage.links import check_link, create_link
 from evt_toolkit.storage.ownership import drop_ownership, owned_files, record_ownership
-from evt_toolkit.table.guards import TABLE_SERVICE_VERSIONS, has_metadata_table, require_writable
+from evt_toolkit.table.guards import TABLE_SERVICE_VERSIONS, has_metadata_table, require_meta_fields, require_writable
 from evt_toolkit.table.table import Table
 from evt_toolkit.table.timeline import COMMIT, COMPACTION, Instant
 from evt_toolkit.write.metadata_sync import added_files, sync_files_partition
@@ -337,6 +337,7 @@ def run_compaction(
 
     Raises:
         UnsupportedTableError: a table this toolkit does not write (version, type, metadata table).
+        UnsupportedTableError: a table without meta fields (``hoodie.populate.meta.fields=false``).
         TimelineError: no pending compaction at ``instant``.
         MetadataDecodeError: the plan file is cut short or otherwise undecodable (names it).
         PlanValidationError: files of the plan are missing, a link cannot be made, or the prefix rule does not hold.
@@ -346,6 +347,7 @@ def run_compaction(
     """
     if not isinstance(instant, str) or not instant:
         raise PlanValidationError(f"a compaction instant such as '20250101000000000' is needed, not {instant!r}")
+    require_meta_fields(table, f"run compaction {instant}")
     started = time.monotonic()
     table.refresh()
     require_writable(table, f"run compaction {instant}", versions=TABLE_SERVICE_VERSIONS, merges=True)

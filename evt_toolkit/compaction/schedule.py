@@ -60,7 +60,7 @@ from evt_toolkit.format.ownership import LINK, SCHEDULE, OwnedFile
 from evt_toolkit.format.records import CompactionPlan
 from evt_toolkit.storage.links import create_links, delete_link_or_file, require_symlinks
 from evt_toolkit.storage.ownership import MARKER_ROOT, drop_ownership, ownership_records, record_ownership
-from evt_toolkit.table.guards import TABLE_SERVICE_VERSIONS, require_writable
+from evt_toolkit.table.guards import TABLE_SERVICE_VERSIONS, require_meta_fields, require_writable
 from evt_toolkit.write.instants import new_instant_time, timeline_times
 
 if TYPE_CHECKING:
@@ -171,12 +171,14 @@ def schedule_compaction(
         PlanValidationError: bad link settings, an existing different file under a link name, or writes kept
             changing the slices while the plan was made (the plan is taken back then; nothing is left).
         SymlinkUnsupportedError: ``symlink`` links on storage without symlinks.
+        UnsupportedTableError: a table without meta fields (``hoodie.populate.meta.fields=false``).
     """
     if link_mode not in LINK_MODES:
         raise PlanValidationError(f"link_mode must be one of {', '.join(LINK_MODES)}, got {link_mode!r}")
     if link_timing not in LINK_TIMINGS:
         raise PlanValidationError(f"link_timing must be one of {', '.join(LINK_TIMINGS)}, got {link_timing!r}")
     require_symlinks(table.storage, link_mode)
+    require_meta_fields(table, "schedule a compaction")
     if exact_split and not strategy.event_time_aware:
         raise PlanValidationError(f"exact_split needs an event-time strategy (a threshold T), got {strategy!r}")
     for attempt in range(1, _SCHEDULE_ATTEMPTS + 1):

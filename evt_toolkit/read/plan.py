@@ -28,6 +28,7 @@ from evt_toolkit.read.merge import COMMIT_TIME, EVENT_TIME
 from evt_toolkit.read.slice_reader import COMMIT_TIME_FIELD, CommitWindow, SliceReadContext, read_file_slice
 from evt_toolkit.storage.fs import TableStorage
 from evt_toolkit.storage.options import StorageOptions
+from evt_toolkit.table import guards
 from evt_toolkit.table.fs_view import FileSlice
 from evt_toolkit.table.guards import require_supported_merge
 from evt_toolkit.table.retention import check_readable_at
@@ -87,7 +88,13 @@ class ReadSpec:
 
     @classmethod
     def of(cls, table: Table) -> ReadSpec:
-        """The merged schema (latest writer schema, meta fields first, every column nullable) and merge settings."""
+        """The merged schema (latest writer schema, meta fields first, every column nullable) and merge settings.
+
+        Raises:
+            UnsupportedTableError: partition columns that only the partition path holds
+                (:func:`~evt_toolkit.table.guards.require_partition_columns_stored`).
+        """
+        guards.require_partition_columns_stored(table, "run a query")
         cfg = table.config
         avro = latest_avro_schema(cfg, table.timeline)
         reader_avro = with_meta_fields(avro) if avro is not None and cfg.populate_meta_fields else avro
@@ -155,6 +162,10 @@ class QueryPlan:
         return out
 
 
+#: Incremental begins that mean "from the start", as Hudi's ``hoodie.datasource.read.begin.instanttime`` takes them.
+EARLIEST_BEGINS = frozenset({"earliest", "000", "0"})
+
+
 def _partition_of(rel_path: str) -> str:
     return rel_path.rsplit("/", 1)[0] if "/" in rel_path else ""
 
@@ -166,7 +177,7 @@ def _incremental(table: Table, spec: ReadSpec, begin: str | None, end: str | Non
             f"incremental reads of {table.path} need the _hoodie_* meta fields, and this table does not store them "
             "(hoodie.populate.meta.fields=false); read a snapshot with as_of instead"
         )
-    b = normalize_instant(begin, "begin") if begin is not None else "0"
+    b = "0" if begin is None or str(begin).strip().lower() in EARLIEST_BEGINS else normalize_instant(begin, "begin")
     e = normalize_instant(end, "end") if end is not None else None
     layout2 = table.config.timeline_layout >= 2
     admitted = []

@@ -268,7 +268,7 @@ def read_base_file(ctx: SliceReadContext, base: BaseFile, columns: Sequence[str]
     """
     if not base.name.endswith(".parquet"):
         raise UnsupportedFeatureError(
-            f"base file format of {base.path} is not supported (only Parquet base files are read)"
+            f"{ctx.storage.uri}: base file format of {base.path} is not supported (only Parquet base files are read)"
         )
     schema = ctx.schema if columns is None else pa.schema([ctx.schema.field(c) for c in columns])
     with ctx.storage.open_input(base.path) as f:

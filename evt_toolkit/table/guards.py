@@ -5,6 +5,8 @@ table it cannot keep consistent:
 
 * a table version the operation is not written for: writes and the table services (compaction, clean, rollback,
   unschedule) handle 6, 8 and 9 (``docs/hudi-1x.md``);
+* base files other than Parquet (``hoodie.table.base.file.format``: Hudi 1.1's LANCE, ORC, HFILE) and partition
+  columns left out of the files (``hoodie.datasource.write.drop.partition.columns``);
 * a table with a **metadata table** (``hoodie.table.metadata.partitions`` lists partitions, or ``.hoodie/metadata``
   exists) that :func:`~evt_toolkit.table.metadata_table.metadata_table_support` says the toolkit cannot keep
   consistent (version 6, an async indexer at work, a declared but missing metadata table, ...): stock readers list
@@ -131,7 +133,9 @@ def require_writable(
             :func:`require_supported_merge`.
 
     Raises:
-        UnsupportedTableError: another table version or type, or a metadata table the toolkit does not maintain.
+        UnsupportedTableError: another table version or type, base files other than Parquet, partition columns
+            left out of the files (:func:`require_partition_columns_stored`), or a metadata table the toolkit does
+            not maintain.
     """
     cfg = table.config
     where = table.storage.uri
@@ -146,6 +150,13 @@ def require_writable(
             f"read, but this operation is written for table version {', '.join(map(str, allowed))} only "
             "(docs/hudi-1x.md)"
         )
+    require_partition_columns_stored(table, operation)
+    if cfg.base_file_format != "PARQUET":
+        # A compaction would read its base files as Parquet and fail half-way, with the plan left inflight.
+        raise UnsupportedTableError(
+            f"cannot {operation} on {where}: its base files are {cfg.base_file_format} "
+            "(hoodie.table.base.file.format); this toolkit reads and writes Parquet base files only"
+        )
     if has_metadata_table(table):
         support = metadata_table_support(table)
         if support.present and support.maintainable:
@@ -157,4 +168,40 @@ def require_writable(
             f"this toolkit cannot keep consistent ({why}), so stock readers listing files through it would miss or "
             "look for the wrong files. Disable it the way Hudi does — t.metadata_table.disable(dry_run=False) or "
             "`evt metadata disable --apply` — and let a stock writer with hoodie.metadata.enable=true rebuild it later"
+        )
+
+
+def require_meta_fields(table: Table, operation: str) -> None:
+    """Refuse ``operation``, a compaction, on a table written with ``hoodie.populate.meta.fields=false``.
+
+    The compaction task merges and writes records by their ``_hoodie_*`` meta fields; checked before a plan is
+    written or marked inflight, so the refusal leaves the table as it was.
+
+    Raises:
+        UnsupportedTableError: naming the table and the setting.
+    """
+    if not table.config.populate_meta_fields:
+        raise UnsupportedTableError(
+            f"cannot {operation} on {table.storage.uri}: it is written without the _hoodie_* meta fields "
+            "(hoodie.populate.meta.fields=false), which compaction needs; it reads as Hudi reads it"
+        )
+
+
+def require_partition_columns_stored(table: Table, operation: str) -> None:
+    """Refuse ``operation`` on a partitioned table written with ``hoodie.datasource.write.drop.partition.columns``.
+
+    Such a table's data files lack the partition columns; Spark's Hudi relation then takes their values from the
+    partition path (``HoodieBaseRelation.shouldExtractPartitionValuesFromPartitionPath``, parsed per key generator by
+    ``HoodieSparkUtils.parsePartitionColumnValues``), which this toolkit does not do: its rows would carry nulls.
+
+    Raises:
+        UnsupportedTableError: naming the table, the setting and the partition columns.
+    """
+    cfg = table.config
+    if cfg.drop_partition_columns and cfg.partition_fields:
+        raise UnsupportedTableError(
+            f"cannot {operation} on {table.storage.uri}: it is written with "
+            "hoodie.datasource.write.drop.partition.columns=true, so its partition columns "
+            f"({', '.join(cfg.partition_fields)}) are not stored in its files and come from the partition path, "
+            "which this toolkit does not parse"
         )
