@@ -34,7 +34,7 @@ def _timeline(path: Path) -> list[str]:
 
 @pytest.mark.parametrize(
     ("bad", "version"),
-    [("null_ordering", 6), ("null_ordering", 9), ("null_ordering_beside_a_duplicate", 9), ("null_key", 6)],
+    [("null_ordering", 6), ("null_ordering_beside_a_duplicate", 9), ("null_key", 9)],
 )
 def test_a_spark_dataframe_with_bad_rows_is_refused_before_the_table_changes(
     spark: SparkSession, tmp_path: Path, version: int, bad: str
