@@ -17,7 +17,7 @@ import pytest
 
 import evt_toolkit as evt
 from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
-from evt_toolkit.compaction.strategy import UnBoundedCompactionStrategy
+from evt_toolkit.compaction.strategy import CompactionStrategy, UnBoundedCompactionStrategy
 from evt_toolkit.read.plan import plan_query, read_planned
 from tests.normalize import assert_same_rows
 from tests.tables import BASE, rows
@@ -38,18 +38,24 @@ def _table(root: Path, version: int) -> evt.HudiTable:
         table_version=version,
     )
     t.write(rows(range(6), 1, 10))
-    t.compaction.run(t.compaction.schedule(UnBoundedCompactionStrategy()))  # base files the read-optimized view reads
+    _compact(t, UnBoundedCompactionStrategy())  # base files for the read-optimized view
     t.write(rows(range(3), 2, 20))
     t.write(rows(range(2, 5), 3, 900))
     return t
 
 
+def _compact(t: evt.HudiTable, strategy: CompactionStrategy, link_mode: str = "copy") -> None:
+    c = t.compaction.schedule(strategy, link_mode=link_mode)
+    assert c is not None
+    t.compaction.run(c)
+
+
 def _compact_and_clean(path: str, partial: bool) -> None:
     other = evt.HudiTable.open(path)
     strategy = EventTimeBasedCompactionStrategy(threshold=BASE + 100) if partial else UnBoundedCompactionStrategy()
-    other.compaction.run(other.compaction.schedule(strategy, link_mode="symlink" if partial else "copy"))
+    _compact(other, strategy, link_mode="symlink" if partial else "copy")
     if partial:  # the leftover logs compacted too: the linked targets are no longer needed
-        other.compaction.run(other.compaction.schedule(UnBoundedCompactionStrategy()))
+        _compact(other, UnBoundedCompactionStrategy())
     assert other.clean("KEEP_LATEST_FILE_VERSIONS", 1, dry_run=False).deleted
 
 
