@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING
 from evt_toolkit.compaction.event_times import event_time_field_for, max_ingested_event_time, slice_infos
 from evt_toolkit.compaction.model import LogFileInfo, OperationSelection, SliceInfo
 from evt_toolkit.compaction.plan import (
+    EXTRA_THRESHOLD_MS,
     LINK_MODES,
     LINK_TIMINGS,
     build_plan,
@@ -192,7 +193,22 @@ def schedule_compaction(
         # a run checks the same thing — and made again from the slices as they are now.
         problems = validate_plan_files(table, scheduled.plan, scheduled.instant)
         if not problems:
-            return scheduled
+            rival = _rival_plan(table, scheduled)
+            if rival is None:
+                return scheduled
+            taken_back = unschedule_compaction(table, scheduled.instant, dry_run=False)
+            if taken_back.refused_reason is not None:
+                raise PlanValidationError(
+                    f"compaction {scheduled.instant} of {table.storage.uri} was scheduled beside compaction {rival} "
+                    f"and cannot be taken back ({taken_back.refused_reason})"
+                )
+            if instant is not None or attempt == _SCHEDULE_ATTEMPTS:
+                raise PendingTableServiceError(
+                    f"compaction {scheduled.instant} of {table.storage.uri} was taken back right after scheduling: "
+                    f"compaction {rival}, scheduled at the same time, plans the same file groups (or this is an "
+                    "event-time plan, which waits for every pending plan); run it, then schedule again"
+                )
+            continue  # planned again: the rival's file groups are left out now, or an event-time plan is refused
         taken_back = unschedule_compaction(table, scheduled.instant, dry_run=False)
         if taken_back.refused_reason is not None:
             raise PlanValidationError(
@@ -206,6 +222,33 @@ def schedule_compaction(
                 "schedule again"
             )
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _rival_plan(table: Table, scheduled: ScheduledCompaction) -> str | None:
+    """Another pending plan that ``scheduled`` may not stand beside, else ``None``.
+
+    A schedule refuses (event-time strategies) or leaves out (others) what pending plans hold, but two schedules
+    that listed the table at the same moment see neither plan. Hudi schedules under a lock; here each looks at the
+    pending plans again once its own is written. Of two rivals, the one that wrote its plan second sees the other,
+    so at least one of them is taken back (both may be, when each looks after both wrote: each schedule then plans
+    again). Rivals share a file group (``HoodieCompactionPlanGenerator`` leaves file groups of pending plans out), or
+    ``scheduled`` is an event-time plan, which needs every pending plan to have run first.
+    """
+    mine = {(op.partition_path, op.file_id) for op in scheduled.plan.operations}
+    event_time = EXTRA_THRESHOLD_MS in scheduled.plan.extra
+    timeline = table.refresh().timeline
+    for inst in timeline.pending_compactions():
+        if inst.time == scheduled.instant:
+            continue
+        if event_time:
+            return inst.time
+        try:
+            plan = timeline.compaction_plan(inst)
+        except EvtError:
+            continue  # taken back while this looked (unschedule deletes the plan file last but one)
+        if mine & {(op.partition_path, op.file_id) for op in plan.operations}:
+            return inst.time
+    return None
 
 
 #: How often :func:`schedule_compaction` plans again when writes keep changing the slices while it plans.

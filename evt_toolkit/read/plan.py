@@ -225,6 +225,8 @@ def plan_query(
         UnsupportedTableError: a merging query of a table whose merge the toolkit does not apply (several
             ordering fields, a custom delete marker, a partial-update mode).
     """
+    # The view first: building it may load a newer timeline (Table.view), and the spec must carry that one.
+    table.view  # noqa: B018
     spec = ReadSpec.of(table)
     if query_type not in QUERY_TYPES:
         raise ReadError(f"unknown query type {query_type!r}; expected one of {', '.join(QUERY_TYPES)}")

@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -34,7 +35,14 @@ from evt_toolkit.errors import SchemaMismatchError, WriteError
 from evt_toolkit.write.bucket import bucket_ids
 from evt_toolkit.write.index import BUCKET, resolve_write_index
 from evt_toolkit.write.plan import FileGroupWrite, WriteJobSpec
-from evt_toolkit.write.task import FileWritten, partition_paths, prepare_batch, record_keys, write_file_group
+from evt_toolkit.write.task import (
+    FileWritten,
+    partition_paths,
+    prepare_batch,
+    record_keys,
+    require_ordering_values,
+    write_file_group,
+)
 from evt_toolkit.write.writer import Executor, write
 
 if TYPE_CHECKING:
@@ -117,6 +125,16 @@ def spark_executor(spark: SparkSession, task: FileGroupTask = write_file_group) 
 
 
 # -- writing a DataFrame without collecting it -----------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class _RowChecks:
+    """What every row of a DataFrame write is checked for on Spark, before the deltacommit is requested (the
+    writer's own checks, :func:`prepare_batch`'s, which the write tasks would otherwise meet only after it)."""
+
+    table_uri: str
+    operation: str
+    ordering_field: str | None
+
+
 def _key_columns_fn(
     record_key_fields: tuple[str, ...],
     partition_fields: tuple[str, ...],
@@ -124,10 +142,14 @@ def _key_columns_fn(
     hash_fields: str,
     num_buckets: int,
     key_extraction: str = "0.x",
+    checks: _RowChecks | None = None,
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     def add(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             t = pa.Table.from_batches([batch])
+            if checks is not None and checks.ordering_field and checks.ordering_field in t.column_names:
+                column = t[checks.ordering_field]
+                require_ordering_values(column, checks.ordering_field, checks.operation, checks.table_uri)
             keys = record_keys(t, record_key_fields)
             parts = partition_paths(t, partition_fields, hive_style)
             buckets = pa.array(bucket_ids(keys, hash_fields, num_buckets, key_extraction=key_extraction), pa.int32())
@@ -137,17 +159,24 @@ def _key_columns_fn(
     return add
 
 
-def prepare_on_spark(table: Table, df: DataFrame, options: Mapping[str, str] | None = None) -> DataFrame:
+def prepare_on_spark(
+    table: Table, df: DataFrame, options: Mapping[str, str] | None = None, operation: str = "upsert"
+) -> DataFrame:
     """Add record key, partition path and bucket columns on Spark and keep one row per record (key and partition).
 
     The columns come from the writer's own functions (:func:`record_keys`, :func:`partition_paths`,
-    :func:`bucket_ids`), run inside Spark tasks. Duplicates are resolved as the writer's ``prepare_batch`` does
-    (``OverwriteWithLatestAvroPayload.preCombine``): the greatest ordering value wins, a null one loses, and ties go
-    to the row that arrived later (Spark's input order, as ``monotonically_increasing_id`` numbers it).
+    :func:`bucket_ids`), run inside Spark tasks, and every row is checked as the writer's ``prepare_batch`` checks
+    it (keys, partition values, and for an upsert or insert a non-null ordering value) before any de-duplication,
+    so a bad row fails the first action on the result — before the writer requests the deltacommit. Duplicates are
+    resolved as ``prepare_batch`` does (``OverwriteWithLatestAvroPayload.preCombine``): the greatest ordering value
+    wins, and ties go to the row that arrived later (Spark's input order, as ``monotonically_increasing_id`` numbers
+    it).
 
     Args:
         table: the target table (for its key, partition, ordering and bucket settings).
         df: the rows to write.
+        options: write options (bucket settings).
+        operation: ``upsert``, ``insert`` or ``delete`` (a delete may leave its ordering values null).
 
     Returns:
         ``df``'s columns plus ``_evt_record_key``, ``_evt_partition_path`` and ``_evt_bucket_id``, one row per key
@@ -166,6 +195,7 @@ def prepare_on_spark(table: Table, df: DataFrame, options: Mapping[str, str] | N
         hash_fields,
         num_buckets,
         "1.x" if cfg.version >= 8 else "0.x",
+        _RowChecks(table.path, operation, cfg.ordering_field),
     )
     keyed = df.withColumn(_SEQ_COLUMN, F.monotonically_increasing_id())
     schema = StructType(
@@ -265,10 +295,12 @@ def write_dataframe(
         # A SIMPLE-index write joins the batch's keys with the base files' keys on the driver, so the rows are
         # collected there; the file-group tasks still run on Spark (docs/hudi-1x.md §3).
         return write(table, df, operation, executor=spark_executor(spark), options=options)
-    prepared = prepare_on_spark(table, df, options).cache()
+    prepared = prepare_on_spark(table, df, options, operation).cache()
     try:
         representatives = prepared.dropDuplicates([PARTITION_COLUMN, BUCKET_COLUMN])
         try:
+            # Every row is keyed and checked here (_RowChecks), before the writer requests the deltacommit: a bad row
+            # refuses the write while the table is untouched.
             sample = representatives.toArrow()
         except Exception as exc:  # the rows are keyed inside Spark tasks: their refusal comes back as Spark's error
             refusal = _batch_refusal(str(exc), table.storage.uri)

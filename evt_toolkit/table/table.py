@@ -12,7 +12,7 @@ from typing import Any, Self
 
 import pyarrow as pa
 
-from evt_toolkit.errors import UnsupportedTableError
+from evt_toolkit.errors import TimelineError, UnsupportedTableError
 from evt_toolkit.format.table_version import TableVersionFormat, table_version_format
 from evt_toolkit.storage.fs import TableStorage
 from evt_toolkit.table.config import TableConfig, load_table_config
@@ -35,6 +35,9 @@ FILE_SLICES_SCHEMA = pa.schema(
     ]
 )
 """Columns of :meth:`Table.file_slices`; log files are in replay order (oldest first)."""
+
+#: How often building the view lists the table again because a clean or rollback moved on while it listed.
+VIEW_LISTING_ATTEMPTS = 5
 
 
 class Table:
@@ -114,7 +117,22 @@ class Table:
     def view(self) -> FileSystemView:
         """The file-system view: file groups and file slices."""
         if self._view is None:
-            self._view = FileSystemView(self.config, self.timeline, list_table_files(self.storage))
+            for _ in range(VIEW_LISTING_ATTEMPTS):
+                timeline = self.timeline
+                listing = list_table_files(self.storage)
+                # The timeline may be older than the listing (loaded a while ago, or overtaken while many partitions
+                # were listed): a clean or rollback since may have deleted files its latest slices need, and a view of
+                # the pair would read those slices without them — a partial answer, no error. The timeline is loaded
+                # again after the listing; when such a service moved on in between, the table is listed again with it.
+                later = Timeline.load(self.storage, self.config)
+                if not later.may_have_deleted_files_since(timeline):
+                    self._view = FileSystemView(self.config, timeline, listing)
+                    return self._view
+                self._timeline = later
+            raise TimelineError(
+                f"{self.storage.uri}: cleans or rollbacks kept deleting files while the table was listed "
+                f"({VIEW_LISTING_ATTEMPTS} times); nothing was read — try again"
+            )
         return self._view
 
     # -- file slices --------------------------------------------------------------------------------------

@@ -57,6 +57,9 @@ CLUSTERING = "clustering"
 CLEAN = "clean"
 ROLLBACK = "rollback"
 SAVEPOINT = "savepoint"
+RESTORE = "restore"
+#: Actions that delete data files of completed instants (a clean's old slices, a rolled-back or restored commit's).
+FILE_DELETING_ACTIONS = (CLEAN, ROLLBACK, RESTORE)
 
 # HoodieTimeline.getCommitsTimeline and getCommitsAndCompactionTimeline (the "write timeline").
 COMMIT_ACTIONS = frozenset({COMMIT, DELTA_COMMIT, REPLACE_COMMIT})
@@ -286,6 +289,19 @@ class Timeline:
                 continue
             return t < inst.time
         return False
+
+    def may_have_deleted_files_since(self, earlier: Timeline) -> bool:
+        """Whether files that ``earlier``'s state needs may have been deleted by the time this (later) timeline was
+        loaded: a clean, rollback or restore started or moved to another state since, or an instant of ``earlier``
+        is gone (rolled back, restored, archived or unscheduled).
+
+        A listing taken between the two loads may then lack files that ``earlier`` calls live: a view built from the
+        pair would silently read less (``Table.view`` lists again with the later timeline).
+        """
+        before = {(i.time, i.action, i.state) for i in earlier.instants if i.action in FILE_DELETING_ACTIONS}
+        if any((i.time, i.action, i.state) not in before for i in self.instants if i.action in FILE_DELETING_ACTIONS):
+            return True
+        return not {i.time for i in earlier.instants} <= {i.time for i in self.instants}
 
     def is_visible(self, t: str) -> bool:
         """Whether data written at instant ``t`` (a log block's ``INSTANT_TIME``, a base file's instant) counts.

@@ -298,6 +298,24 @@ def _empty_deletes(ordering_type: pa.DataType) -> pa.Table:
     )
 
 
+def require_ordering_values(
+    ordering: pa.Array | pa.ChunkedArray | None, field: str | None, operation: str, table_uri: str
+) -> None:
+    """Refuse null ordering values in an upsert or insert, before any de-duplication (every row is checked).
+
+    Hudi's writers refuse them (``HoodieAvroUtils.getNestedFieldVal``: "The value of <field> can not be null"): a
+    null has no place in event-time order, and where a record sits (log or base) would decide its fate.
+
+    Raises:
+        WriteError: naming the field, the count and the table.
+    """
+    if ordering is not None and operation != "delete" and ordering.null_count:
+        raise WriteError(
+            f"ordering (precombine) field {field!r} is null in {ordering.null_count} rows of the batch "
+            f"for table {table_uri}; every upserted or inserted record needs an ordering value"
+        )
+
+
 def prepare_batch(
     spec: WriteJobSpec,
     data: pa.Table,
@@ -341,13 +359,7 @@ def prepare_batch(
     ordering = data[spec.ordering_field].combine_chunks() if has_ordering and spec.ordering_field else None
     if ordering is not None and pa.types.is_dictionary(ordering.type):
         ordering = ordering.dictionary_decode()
-    if ordering is not None and spec.operation != "delete" and ordering.null_count:
-        # Hudi's writers refuse it (HoodieAvroUtils.getNestedFieldVal: "The value of <field> can not be null"): a
-        # null has no place in event-time order, and where a record sits (log or base) would decide its fate.
-        raise WriteError(
-            f"ordering (precombine) field {spec.ordering_field!r} is null in {ordering.null_count} rows of the batch "
-            f"for table {spec.table_uri}; every upserted or inserted record needs an ordering value"
-        )
+    require_ordering_values(ordering, spec.ordering_field, spec.operation, spec.table_uri)
     keep = _dedupe_indices(keys, partitions, ordering)
     keys, partitions = keys.take(keep), partitions.take(keep)
     # Hudi 1.x writers (table versions 8 and 9) split record keys into hash keys their own way (HUDI-8403).
