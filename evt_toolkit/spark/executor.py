@@ -318,7 +318,10 @@ def write_dataframe(
                 return []
             groups = {i: fg for i, (fg, _, _) in enumerate(items)}
             index_of = {(fg.partition_path, fg.bucket): i for i, fg in groups.items()}
-            tagged = prepared.mapInArrow(_tag_fn(index_of), "task int, rows binary")
+            tagged = prepared.mapInArrow(
+                _tag_fn(index_of, drop_unplanned=operation.strip().lower() == "delete", instant=spec.instant),
+                "task int, rows binary",
+            )
             shuffled = tagged.rdd.map(lambda r: (r[0], r[1])).partitionBy(len(items), lambda k: k)
             run = functools.partial(_write_groups_from_shuffle, spec, task, groups, num_buckets, hash_fields)
             sc = spark.sparkContext
@@ -348,9 +351,15 @@ def _batch_refusal(text: str, uri: str) -> WriteError | None:
 
 
 def _tag_fn(
-    index_of: Mapping[tuple[str, int], int],
+    index_of: Mapping[tuple[str, int], int], *, drop_unplanned: bool, instant: str = ""
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """Split each input batch by file group: one ``(task index, Arrow IPC rows)`` row per group present."""
+    """Split each input batch by file group: one ``(task index, Arrow IPC rows)`` row per group present.
+
+    Rows of a file group the plan does not have are dropped only where the writer's plan drops them (``drop_unplanned``:
+    deletes aimed at buckets with no file group). Any other such row means the rows changed after the driver planned
+    the groups (the cached rows recomputed from a source that does not give the same rows twice): the task fails,
+    and with it the write, left inflight, instead of committing without those rows.
+    """
 
     def tag(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow.compute as pc
@@ -365,8 +374,13 @@ def _tag_fn(
             for p, b in zip(groups["p"].to_pylist(), groups["b"].to_pylist(), strict=True):
                 index = index_of.get((p, b))
                 if index is None:
-                    # Deletes aimed at buckets with no file group are dropped by the writer's plan.
-                    continue
+                    if drop_unplanned:  # deletes aimed at buckets with no file group: the writer's plan drops them
+                        continue
+                    raise WriteError(
+                        f"deltacommit {instant}: rows for partition {p!r}, bucket {b} reached the write tasks but no "
+                        "file group was planned for them: the DataFrame gave other rows than when the write was "
+                        "planned (a source that is not deterministic, recomputed); nothing of them is committed"
+                    )
                 mask = pc.and_(pc.equal(t[PARTITION_COLUMN], p), pc.equal(t[BUCKET_COLUMN], b))
                 tasks.append(index)
                 blobs.append(to_ipc(t.filter(mask)))

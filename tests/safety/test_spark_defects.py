@@ -70,3 +70,25 @@ def test_a_spark_dataframe_with_bad_rows_is_refused_before_the_table_changes(
         write_dataframe(local, spark.createDataFrame(df), "upsert")
     assert _timeline(path) == before_timeline, "the refused Spark write left an instant on the timeline"
     assert _data_files(path) == before_files, "the refused Spark write left files"
+
+
+def test_rows_of_a_file_group_the_plan_does_not_have_fail_the_write_unless_they_are_deletes() -> None:
+    """The driver plans the file groups from one row per group of the cached rows; the write tasks then read the
+    rows again. Should they differ (the cache recomputed from a source that does not give the same rows twice), an
+    upsert row of a group the plan does not have was dropped without a word — the write committed without it. Only
+    deletes aimed at buckets with no file group may be dropped (the writer's plan drops them too)."""
+    import pyarrow as pa
+
+    from evt_toolkit.errors import WriteError
+    from evt_toolkit.spark.executor import BUCKET_COLUMN, PARTITION_COLUMN, _tag_fn
+
+    batch = pa.RecordBatch.from_pydict(
+        {"id": [1, 2, 3], PARTITION_COLUMN: ["a", "a", "b"], BUCKET_COLUMN: pa.array([0, 0, 1], pa.int32())}
+    )
+    planned = {("a", 0): 0}  # the plan knows partition a, bucket 0 only
+    with pytest.raises(WriteError, match=r"20260101000000000.*partition 'b', bucket 1"):
+        list(_tag_fn(planned, drop_unplanned=False, instant="20260101000000000")(iter([batch])))
+    out = list(_tag_fn(planned, drop_unplanned=True, instant="20260101000000000")(iter([batch])))
+    assert [b.num_rows for b in out] == [1] and out[0]["task"].to_pylist() == [0]
+    rows = pa.ipc.open_stream(out[0]["rows"][0].as_py()).read_all()
+    assert rows["id"].to_pylist() == [1, 2]
