@@ -14,6 +14,7 @@ the real v8/v9 tables of the fixtures (docs/hudi-1x.md §2).
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -69,6 +70,21 @@ _MERGE_MODES = {"commit_time": "OverwriteWithLatestAvroPayload", "event_time": "
 _UNITS = ("s", "ms", "us", "ns")
 
 
+#: A field the table is keyed, partitioned or ordered by: an Avro name, or a dotted path of them (a nested field).
+_FIELD_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+
+def _field_path(name: str, what: str) -> str:
+    """``name`` if Avro can hold it: a field it cannot (``a/b``, ``a b``, ``1x``) is refused by every write, so a
+    table created with it could never be written."""
+    if not _FIELD_PATH.fullmatch(name):
+        raise TableConfigError(
+            f"{what} {name!r} is not an Avro field name (letters, digits and '_', not starting with a digit): no "
+            "write could hold it"
+        )
+    return name
+
+
 def _fields(value: str | Sequence[str] | None, what: str) -> tuple[str, ...]:
     if value is None:
         return ()
@@ -78,7 +94,7 @@ def _fields(value: str | Sequence[str] | None, what: str) -> tuple[str, ...]:
         for part in str(item).split(","):
             name = part.strip()
             if name:
-                out.append(name)
+                out.append(_field_path(name, what))
     if len(set(out)) != len(out):
         raise TableConfigError(f"{what} lists a field twice: {out}")
     return tuple(out)
@@ -193,6 +209,9 @@ def table_properties(
     if not keys:
         raise TableConfigError("a table needs at least one record key field")
     partitions = _fields(partition_by, "partition_by")
+    for value, what in ((ordering_field, "ordering_field"), (event_time_field, "event_time_field")):
+        if value:
+            _field_path(value, what)
     if merge_mode not in _MERGE_MODES:
         raise TableConfigError(f"merge_mode must be 'commit_time' or 'event_time', got {merge_mode!r}")
     if merge_mode == "event_time" and not ordering_field:

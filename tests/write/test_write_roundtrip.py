@@ -194,6 +194,25 @@ def test_create_refuses_an_existing_table(tmp_path: Path) -> None:
         _create(tmp_path / "t", partitioned=False, merge_mode="commit_time")
 
 
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"record_key": "id", "partition_by": "a/b"},
+        {"record_key": "my id"},
+        {"record_key": "id", "partition_by": ["region", "1st"]},
+        {"record_key": "id", "ordering_field": "ts-ms"},
+        {"record_key": "id", "event_time_field": "ev.", "ordering_field": "ts"},
+    ],
+)
+def test_create_refuses_fields_no_write_could_hold(tmp_path: Path, fields: dict[str, Any]) -> None:
+    """A table keyed, partitioned or ordered by a field Avro cannot name was created, after which every write was
+    refused (the writer checks Avro names): refused at creation, with nothing on storage."""
+    with pytest.raises(evt.TableConfigError, match="not an Avro field name"):
+        evt.HudiTable.create(tmp_path / "t", "t", **fields)
+    assert not (tmp_path / "t").exists()
+    evt.HudiTable.create(tmp_path / "ok", "t", "id", partition_by="region", ordering_field="ts", event_time_field="ev")
+
+
 def test_complex_keys_and_two_partition_levels(tmp_path: Path) -> None:
     path = tmp_path / "t"
     t = evt.HudiTable.create(path, "cx", ["id", "sub"], partition_by=["region", "day"], ordering_field="ts")
