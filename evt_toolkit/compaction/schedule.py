@@ -196,12 +196,7 @@ def schedule_compaction(
             rival = _rival_plan(table, scheduled)
             if rival is None:
                 return scheduled
-            taken_back = unschedule_compaction(table, scheduled.instant, dry_run=False)
-            if taken_back.refused_reason is not None:
-                raise PlanValidationError(
-                    f"compaction {scheduled.instant} of {table.storage.uri} was scheduled beside compaction {rival} "
-                    f"and cannot be taken back ({taken_back.refused_reason})"
-                )
+            _take_back(table, scheduled, f"beside compaction {rival}")
             if instant is not None or attempt == _SCHEDULE_ATTEMPTS:
                 raise PendingTableServiceError(
                     f"compaction {scheduled.instant} of {table.storage.uri} was taken back right after scheduling: "
@@ -209,12 +204,7 @@ def schedule_compaction(
                     "event-time plan, which waits for every pending plan); run it, then schedule again"
                 )
             continue  # planned again: the rival's file groups are left out now, or an event-time plan is refused
-        taken_back = unschedule_compaction(table, scheduled.instant, dry_run=False)
-        if taken_back.refused_reason is not None:
-            raise PlanValidationError(
-                f"compaction {scheduled.instant} of {table.storage.uri} was scheduled while a write changed its "
-                f"slices ({'; '.join(problems)}) and cannot be taken back ({taken_back.refused_reason})"
-            )
+        _take_back(table, scheduled, f"while a write changed its slices ({'; '.join(problems)})")
         if instant is not None or attempt == _SCHEDULE_ATTEMPTS:
             raise PlanValidationError(
                 f"compaction {scheduled.instant} of {table.storage.uri} was taken back right after scheduling: "
@@ -222,6 +212,16 @@ def schedule_compaction(
                 "schedule again"
             )
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _take_back(table: Table, scheduled: ScheduledCompaction, scheduled_how: str) -> None:
+    """Unschedule the plan just written (with the unschedule's own checks); refused: PlanValidationError."""
+    taken_back = unschedule_compaction(table, scheduled.instant, dry_run=False)
+    if taken_back.refused_reason is not None:
+        raise PlanValidationError(
+            f"compaction {scheduled.instant} of {table.storage.uri} was scheduled {scheduled_how} and cannot be "
+            f"taken back ({taken_back.refused_reason})"
+        )
 
 
 def _rival_plan(table: Table, scheduled: ScheduledCompaction) -> str | None:
