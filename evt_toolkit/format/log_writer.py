@@ -372,7 +372,9 @@ def _arrow_field_to_avro(field: pa.Field, namespace: str) -> dict[str, Any]:
     return out
 
 
-_AVRO_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+#: An Avro name (``[A-Za-z_][A-Za-z0-9_]*``), as the Avro specification and Java's ``Schema.validateName`` define it.
+AVRO_NAME_PATTERN = r"[A-Za-z_][A-Za-z0-9_]*"
+_AVRO_NAME = re.compile(AVRO_NAME_PATTERN)
 
 
 def arrow_to_avro_schema(schema: pa.Schema, record_name: str, namespace: str) -> dict[str, Any]:
@@ -932,6 +934,7 @@ def encode_rollback_command_block(instant_time: str, target_instant_time: str) -
 
 
 __all__ = [
+    "AVRO_NAME_PATTERN",
     "BLOCK_CONTENT_VERSION",
     "LOG_FORMAT_VERSION",
     "MAGIC",

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from evt_toolkit.errors import StorageError, TableConfigError
+from evt_toolkit.format.log_writer import AVRO_NAME_PATTERN
 from evt_toolkit.format.properties import HOODIE_PROPERTIES, dump_properties, table_checksum
 from evt_toolkit.storage.fs import TableStorage
 from evt_toolkit.table.config import EVENT_TIME_UNIT_KEY, MIN_EVENT_TIME_HEADER_KEY
@@ -71,7 +72,7 @@ _UNITS = ("s", "ms", "us", "ns")
 
 
 #: A field the table is keyed, partitioned or ordered by: an Avro name, or a dotted path of them (a nested field).
-_FIELD_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+_FIELD_PATH = re.compile(rf"{AVRO_NAME_PATTERN}(\.{AVRO_NAME_PATTERN})*")
 
 
 def _field_path(name: str, what: str) -> str:
