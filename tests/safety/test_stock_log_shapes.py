@@ -1,0 +1,207 @@
+"""Log-file shapes stock Hudi 0.x leaves on a version-6 table, against a model and hudi-rs (``logshapes.Shaper``).
+
+Drives, on copies of a stock table: blocks of several deltacommits appended to one log file, a rollover to log
+versions 2 and 3 with other write tokens, a failed append rolled back by a command block in the same file or in a
+later log (its instant older than the active timeline once the timeline is archived), a torn append followed by
+further blocks, delete blocks without ordering values, and late data in a later log. Checks:
+
+* snapshot, hudi-rs, time travel to every commit and every incremental window equal the model;
+* event-time compactions whose threshold puts the prefix boundary after a multi-instant log, before a log holding
+  only the command block of a failed write in the prefix, or nowhere keep every answer, and a clean and an
+  unschedule afterwards too;
+* a rollback of the latest write appends a command block to a log it shares, deletes only a log all its own, and
+  never touches another instant's blocks;
+* a log holding a corrupt block is refused when the compaction is *scheduled*, naming the table and the file, with
+  nothing written (the run refused it, after the plan had opened a new slice that stock writers write into: neither
+  run nor unschedule could then finish).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import evt_toolkit as evt
+from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
+from evt_toolkit.errors import LogFormatError
+from evt_toolkit.services.clean_planner import KEEP_LATEST_COMMITS
+from tests.conftest import SKIP_NO_SHARED
+from tests.normalize import assert_same_rows
+from tests.safety.logshapes import COLUMNS, FIRST_LOG, PARTITION, Shaper, log_name
+
+hudi = pytest.importorskip("hudi", reason="hudi-rs (PyPI 'hudi') is a test dependency")
+
+T0 = 1695046462179  # the event time (ts) of the fixture's one log record
+
+
+def _rs(path: Path) -> pa.Table:
+    return pa.Table.from_batches(hudi.HudiTableBuilder.from_base_uri(str(path)).build().read())
+
+
+def _same(got: pa.Table, want: pa.Table, what: str) -> None:
+    assert_same_rows(got.select(list(COLUMNS)), want.select(list(COLUMNS)), list(COLUMNS), what)
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file() and ".hoodie" not in p.parts
+    }
+
+
+def _build(tmp_path: Path, shape: str) -> tuple[Shaper, dict[str, pa.Table]]:
+    """The shapes, one file group: ``shared`` (a failed append and its command block in log 1), ``torn`` (the same
+    with a torn block before the command block) and ``archived`` (the command block in log 2 and the commits before
+    the failed one archived, so that its instant predates the active timeline)."""
+    s = Shaper.copy(tmp_path)
+    keys = s.sf_keys()
+    history: dict[str, pa.Table] = {}
+
+    def commit(instant: str, name: str, *blocks: bytes, up: dict | None = None, dl: list | None = None) -> None:
+        s.requested(instant)
+        off, size = s.append(name, *blocks)
+        s.complete(instant, [(name, off, size, len(up or {}), len(dl or []))], up, dl)
+        history[instant] = s.model()
+
+    up = s.updates(keys[:2], fare=2.0, ts=T0 - 100)
+    commit("20250401000000000", FIRST_LOG, s.data_block("20250401000000000", up), up=up)
+    failed, rb = "20250402000000000", "20250402000000100"
+    s.requested(failed)
+    s.append(FIRST_LOG, s.data_block(failed, s.updates(keys, fare=999.0, ts=1)))
+    if shape == "torn":
+        torn = s.data_block(failed, s.updates(keys, fare=998.0, ts=1))
+        s.append(FIRST_LOG, torn[: len(torn) // 2])
+    s.forget(failed)
+    s.append(log_name(2, "1-0-1") if shape == "archived" else FIRST_LOG, s.rollback_block(rb, failed))
+    s.rollback_instant(rb, failed)
+    later = log_name(3, "0-40-100") if shape == "archived" else log_name(2, "0-40-100")
+    up, dl = s.updates(keys[2:3], fare=3.0, ts=T0 + 10**9), [keys[0]]
+    first = later if shape == "archived" else FIRST_LOG
+    commit(
+        "20250403000000000",
+        first,
+        s.data_block("20250403000000000", up),
+        s.delete_block("20250403000000000", dl, None),
+        up=up,
+        dl=dl,
+    )
+    up = s.updates(keys[3:4], fare=4.0, ts=T0 - 50)  # late data, rolled over into the next log
+    commit("20250404000000000", later, s.data_block("20250404000000000", up), up=up)
+    up = s.updates(keys[1:2], fare=5.0, ts=T0 + 2 * 10**9)
+    commit("20250405000000000", later, s.data_block("20250405000000000", up), up=up)
+    up = s.updates(keys[3:4], fare=6.0, ts=T0 + 3 * 10**9)
+    commit("20250406000000000", log_name(4, "0-41-101"), s.data_block("20250406000000000", up), up=up)
+    if shape == "archived":
+        s.archive("20250331030642808", "20250331030645735", "20250401000000000")
+        history.pop("20250401000000000")
+    return s, history
+
+
+def _answers(t: evt.HudiTable) -> dict[tuple[str, str], pa.Table]:
+    commits = [i.time for i in t.refresh().timeline.completed_commits()]
+    return {
+        (b, e): t.read("incremental", begin=b, end=e) for b, e in zip(["0" * 17, *commits[:-1]], commits, strict=True)
+    }
+
+
+def _check(t: evt.HudiTable, s: Shaper, history: dict[str, pa.Table], windows: dict, what: str) -> None:
+    _same(t.refresh().read(), s.model(), f"{what}: snapshot")
+    _same(_rs(s.root), s.model(), f"{what}: hudi-rs snapshot")
+    for instant, rows in history.items():
+        _same(t.read(as_of=instant), rows, f"{what}: time travel to {instant}")
+    for (b, e), rows in windows.items():
+        _same(t.read("incremental", begin=b, end=e), rows, f"{what}: incremental ({b}, {e}]")
+
+
+@SKIP_NO_SHARED
+@pytest.mark.parametrize("shape", ["shared", "archived"])
+@pytest.mark.parametrize("threshold", [T0 - 200, T0 - 100, T0, T0 + 10**9])
+def test_event_time_compaction_of_shared_stock_logs_keeps_every_answer(
+    tmp_path: Path, shape: str, threshold: int
+) -> None:
+    s, history = _build(tmp_path, shape)
+    t = evt.HudiTable.open(s.root)
+    windows = _answers(t)
+    _check(t, s, history, windows, shape)
+    strategy = EventTimeBasedCompactionStrategy(threshold=threshold, event_time_field="ts")
+    before = _files(s.root)
+    c = t.compaction.schedule(strategy)
+    if c is None:
+        assert _files(s.root) == before
+        return
+    _check(t, s, history, windows, f"{shape}: {c.instant} pending")
+    rep = t.compaction.unschedule(c, dry_run=False)
+    assert rep.deleted, rep.refused_reason
+    assert _files(s.root) == before, "unschedule left or took a file"
+    c = t.compaction.schedule(strategy)
+    assert c is not None
+    t.compaction.run(c)
+    assert t.compaction.validate(c).ok
+    _check(t, s, history, windows, f"{shape}: compacted at {threshold}")
+    t.clean(KEEP_LATEST_COMMITS, 1, dry_run=False)
+    _same(t.refresh().read(), s.model(), f"{shape}: snapshot after a clean")
+    _same(_rs(s.root), s.model(), f"{shape}: hudi-rs after a clean")
+
+
+@SKIP_NO_SHARED
+@pytest.mark.parametrize("mode", ["appended", "rolled_over", "own_log", "failed_appended", "failed_own_log"])
+def test_rollback_of_the_latest_write_on_shared_stock_logs(tmp_path: Path, mode: str) -> None:
+    s = Shaper.copy(tmp_path)
+    keys = s.sf_keys()
+    first = "20250401000000000"
+    up = s.updates(keys[:2], fare=2.0, ts=T0 - 100)
+    s.requested(first)
+    off, size = s.append(FIRST_LOG, s.data_block(first, up))
+    s.complete(first, [(FIRST_LOG, off, size, 2, 0)], up)
+    want = s.model()
+    target = "20250402000000000"
+    up = s.updates(keys[1:3], fare=3.0, ts=T0 + 5)
+    own = log_name(2, "0-50-200")
+    s.requested(target)
+    if mode in ("appended", "failed_appended"):
+        off, size = s.append(FIRST_LOG, s.data_block(target, up), s.delete_block(target, [keys[0]], None))
+        writes = [(FIRST_LOG, off, size, 2, 1)]
+    elif mode == "rolled_over":  # one block appended to log 1, the rest after a rollover at the size limit
+        items = sorted(up.items())
+        o1, s1 = s.append(FIRST_LOG, s.data_block(target, dict(items[:1])))
+        o2, s2 = s.append(own, s.data_block(target, dict(items[1:])))
+        writes = [(FIRST_LOG, o1, s1, 1, 0), (own, o2, s2, 1, 0)]
+    else:
+        off, size = s.append(own, s.data_block(target, up))
+        writes = [(own, off, size, 2, 0)]
+    if not mode.startswith("failed"):
+        s.complete(target, writes, up)
+    t = evt.HudiTable.open(s.root)
+    before = _files(s.root)
+    result = t.rollback(target)
+    after = _files(s.root)
+    _same(t.refresh().read(), want, f"{mode}: snapshot after the rollback")
+    _same(_rs(s.root), want, f"{mode}: hudi-rs after the rollback")
+    for name, data in before.items():
+        if name in after:
+            assert after[name] == data, f"{mode}: the rollback changed {name}"
+        else:
+            assert name == f"{PARTITION}/{own}" and not mode.startswith("failed"), (
+                f"{mode}: the rollback deleted {name}"
+            )
+    for name in set(after) - set(before):
+        assert name in result.command_block_logs, f"{mode}: {name} is not a command-block log"
+    if mode in ("appended", "failed_appended", "rolled_over"):
+        assert result.command_block_logs, f"{mode}: a shared log needs a command block"
+
+
+@SKIP_NO_SHARED
+def test_a_torn_block_is_refused_when_the_compaction_is_scheduled(tmp_path: Path) -> None:
+    s, history = _build(tmp_path, "torn")
+    t = evt.HudiTable.open(s.root)
+    windows = _answers(t)
+    _check(t, s, history, windows, "torn")
+    before = _files(s.root)
+    timeline = sorted(p.name for p in (s.root / ".hoodie").iterdir())
+    with pytest.raises(LogFormatError, match=r"corrupt block.*") as err:
+        t.compaction.schedule(EventTimeBasedCompactionStrategy(threshold=T0, event_time_field="ts"))
+    assert FIRST_LOG in str(err.value) and str(s.root) in str(err.value)
+    assert _files(s.root) == before, "a refused schedule wrote"
+    assert sorted(p.name for p in (s.root / ".hoodie").iterdir()) == timeline, "a refused schedule left a plan"
+    _check(t, s, history, windows, "torn, refused")
