@@ -184,7 +184,7 @@ def facts_from_write_stats(
     return tuple(out) if end == size else None
 
 
-_LogFacts = tuple[int | None, str | None, bool, str | None, int | None, int]
+_LogFacts = tuple[int | None, str | None, bool, str | None, int | None, int, int]
 
 
 def _log_facts(
@@ -193,15 +193,19 @@ def _log_facts(
     timeline: Timeline,
     max_index: dict[tuple[str, str], int],
 ) -> _LogFacts:
-    """``(min event time, its source, has data, last instant, max event time, uncommitted blocks)`` of one log."""
+    """``(min event time, its source, has data, last instant, max event time, uncommitted blocks, corrupt blocks)``
+    of one log."""
     has_data = False
     min_et: int | None = None
     min_src: str | None = None
     unknown = False
     max_et: int | None = None
     last_instant: str | None = None
-    uncommitted = 0
+    uncommitted = corrupt = 0
     for b in blocks:
+        if b.block_type == "CORRUPT":
+            corrupt += 1
+            continue
         if b.block_type not in _WRITE_BLOCKS:
             continue  # command blocks, corrupt blocks, CDC: no records of the slice
         if not _is_committed(timeline, b.instant):
@@ -223,7 +227,7 @@ def _log_facts(
             max_et = mx
     if unknown:
         min_et, min_src = None, None
-    return min_et, min_src, has_data, last_instant, max_et, uncommitted
+    return min_et, min_src, has_data, last_instant, max_et, uncommitted, corrupt
 
 
 @dataclass(frozen=True, slots=True)
@@ -330,7 +334,7 @@ def slice_infos(
     for s in g.slices:
         logs = []
         for lf in s.log_files:
-            mn, src, has_data, instant, mx, unc = _log_facts(
+            mn, src, has_data, instant, mx, unc, bad = _log_facts(
                 lf, g.blocks[(s.partition_path, lf.name)], g.timeline, g.max_index
             )
             logs.append(
@@ -349,6 +353,7 @@ def slice_infos(
                     instant=instant,
                     max_event_time=mx,
                     uncommitted_blocks=unc,
+                    corrupt_blocks=bad,
                 )
             )
         out.append(
@@ -388,7 +393,7 @@ def slice_set(
         sl["total_log_size"].append(sum(lf.size for lf in s.log_files))
         sl["pending_compaction"].append(g.pending.get((s.partition_path, s.file_id)))
         for j, lf in enumerate(s.log_files):
-            mn, src, has_data, instant, mx, unc = _log_facts(
+            mn, src, has_data, instant, mx, unc, bad = _log_facts(
                 lf, g.blocks[(s.partition_path, lf.name)], g.timeline, g.max_index
             )
             for k, v in (
@@ -406,6 +411,7 @@ def slice_set(
                 ("has_data", has_data),
                 ("instant", instant),
                 ("uncommitted_blocks", unc),
+                ("corrupt_blocks", bad),
             ):
                 lg[k].append(v)
     return SliceSet(pa.table(sl, schema=SLICES_SCHEMA), pa.table(lg, schema=LOG_FILES_SCHEMA))

@@ -62,6 +62,8 @@ class LogFileInfo:
         instant: the instant that last wrote a committed block into the file, when known.
         max_event_time: maximum event time (epoch ms) from the write stats, when recorded.
         uncommitted_blocks: blocks written by instants that have not completed (an inflight or failed write).
+        corrupt_blocks: blocks Hudi's reader classifies as corrupt (a torn append); readers skip them, and a
+            compaction refuses the log (``compaction/schedule.py``).
     """
 
     path: str
@@ -78,6 +80,7 @@ class LogFileInfo:
     instant: str | None
     max_event_time: int | None = None
     uncommitted_blocks: int = 0
+    corrupt_blocks: int = 0
 
     def sort_key(self) -> tuple[str, int, tuple[int, str]]:
         """``HoodieLogFile.LogFileComparator`` order: base instant, version, write token (missing first)."""
@@ -187,6 +190,7 @@ LOG_FILES_SCHEMA = pa.schema(
         pa.field("has_data", pa.bool_(), nullable=False),
         pa.field("instant", pa.string()),
         pa.field("uncommitted_blocks", pa.int32(), nullable=False),
+        pa.field("corrupt_blocks", pa.int32(), nullable=False),
     ]
 )
 """One row per log file of :func:`log_files_table`, slices in input order and logs in replay order: ``slice_index``
@@ -221,6 +225,7 @@ _LOG_COLUMNS = (
     "has_data",
     "instant",
     "uncommitted_blocks",
+    "corrupt_blocks",
 )
 
 
@@ -334,6 +339,7 @@ class SliceSet(Sequence[SliceInfo]):
                         lg["instant"][row],
                         lg["max_event_time"][row],
                         lg["uncommitted_blocks"][row],
+                        lg["corrupt_blocks"][row],
                     )
                 )
                 row += 1

@@ -54,7 +54,7 @@ from evt_toolkit.compaction.strategy import (
 from evt_toolkit.compaction.strategy import max_ingested_event_time as max_event_time_of_slices
 from evt_toolkit.compaction.trigger import check_can_schedule
 from evt_toolkit.compaction.unschedule import unschedule_compaction
-from evt_toolkit.errors import EvtError, PendingTableServiceError, PlanValidationError, TimelineError
+from evt_toolkit.errors import EvtError, LogFormatError, PendingTableServiceError, PlanValidationError, TimelineError
 from evt_toolkit.faults import fault_point
 from evt_toolkit.format.links import Link
 from evt_toolkit.format.ownership import LINK, SCHEDULE, OwnedFile
@@ -302,6 +302,7 @@ def _schedule_once(
     )
     if plan is None:
         return None
+    _refuse_corrupt_logs(table, c, slices, plan)
 
     extra = {**plan.extra, EXTRA_EXACT_SPLIT: "true" if exact_split else "false"}
     extra.update(_remaining_figures(slices, selections))
@@ -326,6 +327,28 @@ def _schedule_once(
         links=tuple(links),
         operations=len(plan.operations),
     )
+
+
+def _refuse_corrupt_logs(table: Table, c: str, slices: Sequence[SliceInfo], plan: CompactionPlan) -> None:
+    """Refuse, before anything is written, a plan that compacts a log holding a corrupt block (a torn append).
+
+    The run refuses such a log (compacting would drop the block for good), so a plan holding one could never run; and
+    on version 6 a pending plan opens a new slice that writers write into, after which it cannot be unscheduled
+    either. Refused here, the table stays as it was.
+    """
+    corrupt = {(lf.partition_path, lf.name): lf for s in slices for lf in s.log_files if lf.corrupt_blocks}
+    if not corrupt:
+        return
+    for op in plan.operations:
+        for name in op.delta_files:
+            lf = corrupt.get((op.partition_path, name))
+            if lf is not None:
+                where = table.storage.full_path(lf.path)
+                raise LogFormatError(
+                    f"cannot schedule compaction {c} on {table.storage.uri}: log file {where} "
+                    f"has {lf.corrupt_blocks} corrupt block(s) (a torn append); compacting it would lose that block's "
+                    "records (repair or roll back the write first); nothing was written"
+                )
 
 
 #: How old a schedule's record must be before its links count as abandoned: a schedule still running in another

@@ -420,8 +420,15 @@ def refused_run(t: evt.HudiTable) -> tuple[type[Exception], str] | None:
 
 
 def check_refused_run(t: evt.HudiTable, refusal: tuple[type[Exception], str], link_mode: str) -> None:
-    """The run refuses before committing anything; unschedule takes the plan back and nothing changed."""
+    """The run refuses before committing anything; unschedule takes the plan back and nothing changed. A corrupt
+    block is refused earlier, by the schedule, with nothing written."""
     snap, files = t.read(), tree(Path(t.path))
+    if refusal[0] is LogFormatError:
+        with pytest.raises(LogFormatError, match=refusal[1]):
+            t.compaction.schedule(UnBoundedCompactionStrategy(), link_mode=link_mode)
+        assert tree(Path(t.path)) == files, "a refused schedule wrote nothing"
+        same(t.read(), snap, "a refused schedule changes nothing")
+        return
     c = t.compaction.schedule(UnBoundedCompactionStrategy(), link_mode=link_mode)
     assert c is not None
     with pytest.raises(refusal[0], match=refusal[1]):
