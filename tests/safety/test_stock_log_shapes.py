@@ -88,7 +88,7 @@ def _build(tmp_path: Path, shape: str) -> tuple[Shaper, dict[str, pa.Table]]:
     )
     up = s.updates(keys[3:4], fare=4.0, ts=T0 - 50)  # late data, rolled over into the next log
     commit("20250404000000000", later, s.data_block("20250404000000000", up), up=up)
-    up = s.updates(keys[1:2], fare=5.0, ts=T0 + 2 * 10**9)
+    up = s.updates(keys[3:4], fare=5.0, ts=T0 + 2 * 10**9)  # keys[1] keeps its value of log 1
     commit("20250405000000000", later, s.data_block("20250405000000000", up), up=up)
     up = s.updates(keys[3:4], fare=6.0, ts=T0 + 3 * 10**9)
     commit("20250406000000000", log_name(4, "0-41-101"), s.data_block("20250406000000000", up), up=up)
