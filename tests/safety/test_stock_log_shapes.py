@@ -205,3 +205,17 @@ def test_a_torn_block_is_refused_when_the_compaction_is_scheduled(tmp_path: Path
     assert _files(s.root) == before, "a refused schedule wrote"
     assert sorted(p.name for p in (s.root / ".hoodie").iterdir()) == timeline, "a refused schedule left a plan"
     _check(t, s, history, windows, "torn, refused")
+
+
+@SKIP_NO_SHARED
+def test_a_rolled_back_write_does_not_count_in_a_logs_event_times(tmp_path: Path) -> None:
+    """Archived past its instant, a failed write's blocks look committed; the command block in log 2 still removes
+    them, so log 1's min event time is that of its committed writes and a threshold below it plans nothing."""
+    from evt_toolkit.compaction.event_times import slice_infos
+
+    s, _ = _build(tmp_path, "archived")
+    t = evt.HudiTable.open(s.root)
+    logs = {lf.name: lf for sl in slice_infos(t, "ts") for lf in sl.log_files}
+    assert logs[FIRST_LOG].min_event_time == T0 - 100, "the rolled-back write's event times counted"
+    assert logs[FIRST_LOG].uncommitted_blocks == 1
+    assert t.compaction.schedule(EventTimeBasedCompactionStrategy(threshold=T0 - 200, event_time_field="ts")) is None
