@@ -64,6 +64,7 @@ class BlockFacts:
     record_count: int | None
     min_event_time: int | None
     min_event_time_source: str | None
+    target: str | None = None  # a rollback command block's TARGET_INSTANT_TIME
 
 
 _CacheKey = tuple[str, str, int, str | None, str]
@@ -122,6 +123,7 @@ def _rows_to_facts(rows: Iterable[dict[str, Any]]) -> dict[tuple[str, str], list
                 r["record_count"],
                 r["min_event_time"],
                 r["min_event_time_source"],
+                r["target_instant_time"],
             )
         )
     return out
@@ -230,6 +232,30 @@ def _log_facts(
     return min_et, min_src, has_data, last_instant, max_et, uncommitted, corrupt
 
 
+def _without_rolled_back(logs: Sequence[tuple[BlockFacts, ...]]) -> list[tuple[tuple[BlockFacts, ...], int]]:
+    """Per log of one slice (in replay order), its blocks without those a later rollback command block of the slice
+    removes (every earlier block of its target, as the log reader does), and how many were removed.
+
+    A rolled-back write's blocks hold no records of the slice: once archiving moved the timeline's start past its
+    instant they look committed, but they must not lower a log's min event time nor make it hold data.
+    """
+    removed: set[tuple[int, int]] = set()
+    seen: list[tuple[int, int, str | None]] = []
+    for i, blocks in enumerate(logs):
+        for j, b in enumerate(blocks):
+            if b.block_type == "COMMAND" and b.target is not None:
+                removed.update((li, bj) for li, bj, inst in seen if inst == b.target)
+            else:
+                seen.append((i, j, b.instant))
+    return [
+        (
+            tuple(b for j, b in enumerate(blocks) if (i, j) not in removed),
+            sum(1 for j in range(len(blocks)) if (i, j) in removed),
+        )
+        for i, blocks in enumerate(logs)
+    ]
+
+
 @dataclass(frozen=True, slots=True)
 class _Gathered:
     slices: list[FileSlice]
@@ -333,10 +359,10 @@ def slice_infos(
     out: list[SliceInfo] = []
     for s in g.slices:
         logs = []
-        for lf in s.log_files:
-            mn, src, has_data, instant, mx, unc, bad = _log_facts(
-                lf, g.blocks[(s.partition_path, lf.name)], g.timeline, g.max_index
-            )
+        kept = _without_rolled_back([g.blocks[(s.partition_path, lf.name)] for lf in s.log_files])
+        for lf, (blocks, rolled) in zip(s.log_files, kept, strict=True):
+            mn, src, has_data, instant, mx, unc, bad = _log_facts(lf, blocks, g.timeline, g.max_index)
+            unc += rolled
             logs.append(
                 LogFileInfo(
                     path=lf.path,
@@ -392,10 +418,10 @@ def slice_set(
         sl["num_log_files"].append(len(s.log_files))
         sl["total_log_size"].append(sum(lf.size for lf in s.log_files))
         sl["pending_compaction"].append(g.pending.get((s.partition_path, s.file_id)))
-        for j, lf in enumerate(s.log_files):
-            mn, src, has_data, instant, mx, unc, bad = _log_facts(
-                lf, g.blocks[(s.partition_path, lf.name)], g.timeline, g.max_index
-            )
+        kept = _without_rolled_back([g.blocks[(s.partition_path, lf.name)] for lf in s.log_files])
+        for j, (lf, (blocks, rolled)) in enumerate(zip(s.log_files, kept, strict=True)):
+            mn, src, has_data, instant, mx, unc, bad = _log_facts(lf, blocks, g.timeline, g.max_index)
+            unc += rolled
             for k, v in (
                 ("slice_index", i),
                 ("position", j),

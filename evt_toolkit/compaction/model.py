@@ -61,7 +61,8 @@ class LogFileInfo:
             deletes count, with the event times of the records they delete (``docs/data-safety.md`` §3).
         instant: the instant that last wrote a committed block into the file, when known.
         max_event_time: maximum event time (epoch ms) from the write stats, when recorded.
-        uncommitted_blocks: blocks written by instants that have not completed (an inflight or failed write).
+        uncommitted_blocks: blocks written by instants that have not completed (an inflight or failed write), and
+            blocks a later rollback command block of the slice removes.
         corrupt_blocks: blocks Hudi's reader classifies as corrupt (a torn append); readers skip them, and a
             compaction refuses the log (``compaction/schedule.py``).
     """
