@@ -51,30 +51,42 @@ class Shaper:
     schema_text: str = ""
     rows: dict[str, dict[str, Any]] = field(default_factory=dict)
     seq: int = 0
+    fixture: str = FIXTURE
+    partition: str = PARTITION
+    file_id: str = FILE_ID
+    base_instant: str = BASE_INSTANT
+    first_log: str = FIRST_LOG
+    template: str = "20250331030645735"
+    key_field: str = "uuid"
+    columns: tuple[str, ...] = COLUMNS
+
+    def log(self, version: int, token: str, base: str | None = None) -> str:
+        return f".{self.file_id}_{base or self.base_instant}.log.{version}_{token}"
 
     @classmethod
-    def copy(cls, tmp_path: Path) -> Shaper:
+    def copy(cls, tmp_path: Path, **facts: Any) -> Shaper:
+        """A copy of the fixture (``facts`` name another one: ``fixture``, ``partition``, ``file_id``, ...)."""
         import evt_toolkit as evt
 
-        dst = tmp_path / FIXTURE
-        shutil.copytree(fixture_table_path(FIXTURE), dst, symlinks=True)
-        first = dst / PARTITION / FIRST_LOG
+        s = cls(tmp_path, **facts)
+        s.root = tmp_path / s.fixture
+        shutil.copytree(fixture_table_path(s.fixture), s.root, symlinks=True)
+        first = s.root / s.partition / s.first_log
         with first.open("rb") as f:
             blocks = list(scan_log_blocks(f, first.stat().st_size, str(first)))
-        s = cls(dst, blocks[0].schema_json or "")
-        snap = evt.HudiTable.open(dst).read()
-        for r in snap.to_pylist():
-            s.rows[r["uuid"]] = {c: r[c] for c in COLUMNS}
+        s.schema_text = blocks[0].schema_json or ""
+        for r in evt.HudiTable.open(s.root).read().to_pylist():
+            s.rows[r[s.key_field]] = {c: r[c] for c in s.columns}
         return s
 
     # -- the model ------------------------------------------------------------------------------------------------
 
     def sf_keys(self) -> list[str]:
-        return sorted(k for k, r in self.rows.items() if r["city"] == "san_francisco")
+        return sorted(k for k, r in self.rows.items() if self.partition in ("", f"city={r.get('city')}"))
 
     def model(self) -> pa.Table:
-        rows = sorted(self.rows.values(), key=lambda r: r["uuid"])
-        return pa.Table.from_pylist(rows).select(list(COLUMNS)) if rows else pa.table({})
+        rows = sorted(self.rows.values(), key=lambda r: r[self.key_field])
+        return pa.Table.from_pylist(rows).select(list(self.columns)) if rows else pa.table({})
 
     # -- blocks ---------------------------------------------------------------------------------------------------
 
@@ -86,8 +98,8 @@ class Shaper:
                     "_hoodie_commit_time": instant,
                     "_hoodie_commit_seqno": f"{instant}_0_{i + 1}",
                     "_hoodie_record_key": key,
-                    "_hoodie_partition_path": PARTITION,
-                    "_hoodie_file_name": FILE_ID,
+                    "_hoodie_partition_path": self.partition,
+                    "_hoodie_file_name": self.file_id,
                     **row,
                 }
             )
@@ -101,7 +113,7 @@ class Shaper:
 
     def delete_block(self, instant: str, keys: list[str], ordering: list[int] | None) -> bytes:
         return encode_delete_block(
-            [(k, PARTITION) for k in sorted(keys)], ordering, instant, self.schema_text, ordering_type=pa.int64()
+            [(k, self.partition) for k in sorted(keys)], ordering, instant, self.schema_text, ordering_type=pa.int64()
         )
 
     @staticmethod
@@ -110,7 +122,7 @@ class Shaper:
 
     def append(self, name: str, *blocks: bytes) -> tuple[int, int]:
         """Append ``blocks`` to log ``name`` of the file group (created when missing); ``(offset, size)`` written."""
-        path = self.root / PARTITION / name
+        path = self.root / self.partition / name
         offset = path.stat().st_size if path.exists() else 0
         data = b"".join(blocks)
         with path.open("ab") as f:
@@ -126,7 +138,7 @@ class Shaper:
         """``requested`` and ``inflight`` files; the inflight one holds the workload profile 0.x writes (the file
         group it updates, with the slice's base instant as ``prevCommit``), which listing-based rollback reads."""
         (self._hoodie() / f"{instant}.deltacommit.requested").write_bytes(b"")
-        template = json.loads((self._hoodie() / "20250331030645735.deltacommit.inflight").read_text())
+        template = json.loads((self._hoodie() / f"{self.template}.deltacommit.inflight").read_text())
         template["extraMetadata"] = {}
         (self._hoodie() / f"{instant}.deltacommit.inflight").write_text(json.dumps(template))
 
@@ -139,13 +151,13 @@ class Shaper:
     ) -> None:
         """``instant.deltacommit`` with one write stat per ``(log name, offset, size, records, deletes)``, as
         ``HoodieAppendHandle`` reports an append (``logOffset``, the bytes written); the model takes the change."""
-        template = json.loads((self._hoodie() / "20250331030645735.deltacommit").read_text())
-        stat0 = template["partitionToWriteStats"][PARTITION][0]
+        template = json.loads((self._hoodie() / f"{self.template}.deltacommit").read_text())
+        stat0 = template["partitionToWriteStats"][self.partition][0]
         stats = []
         for name, offset, size, records, deletes in writes:
             st = dict(stat0)
             st.update(
-                path=f"{PARTITION}/{name}",
+                path=f"{self.partition}/{name}" if self.partition else name,
                 logOffset=offset,
                 totalWriteBytes=size,
                 fileSizeInBytes=size,
@@ -156,7 +168,7 @@ class Shaper:
                 logFiles=[name],
             )
             stats.append(st)
-        template["partitionToWriteStats"] = {PARTITION: stats}
+        template["partitionToWriteStats"] = {self.partition: stats}
         (self._hoodie() / f"{instant}.deltacommit").write_text(json.dumps(template))
         for k, row in (updates or {}).items():
             self.rows[k] = row
