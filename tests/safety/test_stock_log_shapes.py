@@ -6,9 +6,15 @@ later log (its instant older than the active timeline once the timeline is archi
 further blocks, delete blocks without ordering values, and late data in a later log. Checks:
 
 * snapshot, hudi-rs, time travel to every commit and every incremental window equal the model;
-* event-time compactions whose threshold puts the prefix boundary after a multi-instant log, before a log holding
-  only the command block of a failed write in the prefix, or nowhere keep every answer, and a clean and an
-  unschedule afterwards too;
+* event-time compactions (copy links at schedule time, symlinks at run time) whose threshold puts the prefix
+  boundary after a multi-instant log, before a log holding only the command block of a failed write in the prefix,
+  or nowhere keep every answer, and an unschedule and two cleans afterwards too (time travel and incremental
+  windows answer as before or are refused);
+* on the stock event-time table (``DefaultHoodieRecordPayload``): appends of late updates, deletes with and without
+  an ordering value, records arriving on them in a rolled-over log, a failed append rolled back by the toolkit and a
+  log sharing its version with the command log: compaction at thresholds across the event times keeps the snapshot
+  (ours and hudi-rs's), time travel, incremental windows and RO up to the reported freshness;
+* a rolled-back write's blocks do not count in its log's event-time facts;
 * a rollback of the latest write appends a command block to a log it shares, deletes only a log all its own, and
   never touches another instant's blocks;
 * a log holding a corrupt block is refused when the compaction is *scheduled*, naming the table and the file, with
@@ -21,12 +27,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 import evt_toolkit as evt
 from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
-from evt_toolkit.errors import LogFormatError
-from evt_toolkit.services.clean_planner import KEEP_LATEST_COMMITS
+from evt_toolkit.errors import LogFormatError, ReadError
+from evt_toolkit.services.clean_planner import KEEP_LATEST_COMMITS, KEEP_LATEST_FILE_VERSIONS
 from tests.conftest import SKIP_NO_SHARED
 from tests.normalize import assert_same_rows
 from tests.safety.logshapes import COLUMNS, FIRST_LOG, PARTITION, Shaper, log_name
@@ -114,11 +121,28 @@ def _check(t: evt.HudiTable, s: Shaper, history: dict[str, pa.Table], windows: d
         _same(t.read("incremental", begin=b, end=e), rows, f"{what}: incremental ({b}, {e}]")
 
 
+def _after_clean(t: evt.HudiTable, history: dict[str, pa.Table], windows: dict, what: str) -> None:
+    """Time travel and incremental windows after a clean: the same answer, or refused — never a partial one."""
+    for instant, rows in history.items():
+        try:
+            got = t.read(as_of=instant)
+        except ReadError:
+            continue
+        _same(got, rows, f"{what}: time travel to {instant}")
+    for (b, e), rows in windows.items():
+        try:
+            got = t.read("incremental", begin=b, end=e)
+        except ReadError:
+            continue
+        _same(got, rows, f"{what}: incremental ({b}, {e}]")
+
+
 @SKIP_NO_SHARED
 @pytest.mark.parametrize("shape", ["shared", "archived"])
 @pytest.mark.parametrize("threshold", [T0 - 200, T0 - 100, T0, T0 + 10**9])
+@pytest.mark.parametrize(("link_mode", "link_timing"), [("copy", "schedule"), ("symlink", "execute")])
 def test_event_time_compaction_of_shared_stock_logs_keeps_every_answer(
-    tmp_path: Path, shape: str, threshold: int
+    tmp_path: Path, shape: str, threshold: int, link_mode: str, link_timing: str
 ) -> None:
     s, history = _build(tmp_path, shape)
     t = evt.HudiTable.open(s.root)
@@ -126,7 +150,7 @@ def test_event_time_compaction_of_shared_stock_logs_keeps_every_answer(
     _check(t, s, history, windows, shape)
     strategy = EventTimeBasedCompactionStrategy(threshold=threshold, event_time_field="ts")
     before = _files(s.root)
-    c = t.compaction.schedule(strategy)
+    c = t.compaction.schedule(strategy, link_mode=link_mode, link_timing=link_timing)
     if c is None:
         assert _files(s.root) == before
         return
@@ -134,14 +158,17 @@ def test_event_time_compaction_of_shared_stock_logs_keeps_every_answer(
     rep = t.compaction.unschedule(c, dry_run=False)
     assert rep.deleted, rep.refused_reason
     assert _files(s.root) == before, "unschedule left or took a file"
-    c = t.compaction.schedule(strategy)
+    c = t.compaction.schedule(strategy, link_mode=link_mode, link_timing=link_timing)
     assert c is not None
     t.compaction.run(c)
     assert t.compaction.validate(c).ok
     _check(t, s, history, windows, f"{shape}: compacted at {threshold}")
-    t.clean(KEEP_LATEST_COMMITS, 1, dry_run=False)
-    _same(t.refresh().read(), s.model(), f"{shape}: snapshot after a clean")
-    _same(_rs(s.root), s.model(), f"{shape}: hudi-rs after a clean")
+    for policy in (KEEP_LATEST_COMMITS, KEEP_LATEST_FILE_VERSIONS):
+        t.clean(policy, 1, dry_run=False)
+        _same(t.refresh().read(), s.model(), f"{shape}: snapshot after a {policy} clean")
+        _same(_rs(s.root), s.model(), f"{shape}: hudi-rs after a {policy} clean")
+        _after_clean(t, history, windows, f"{shape}: after a {policy} clean")
+    assert t.compaction.validate(c).ok
 
 
 @SKIP_NO_SHARED
@@ -219,3 +246,74 @@ def test_a_rolled_back_write_does_not_count_in_a_logs_event_times(tmp_path: Path
     assert logs[FIRST_LOG].min_event_time == T0 - 100, "the rolled-back write's event times counted"
     assert logs[FIRST_LOG].uncommitted_blocks == 1
     assert t.compaction.schedule(EventTimeBasedCompactionStrategy(threshold=T0 - 200, event_time_field="ts")) is None
+
+
+EVENT_TIME_TABLE = {
+    "fixture": "mor_table_uncommitted_log_v6",
+    "partition": "",
+    "file_id": "a32d33be-9a1c-493a-9880-23eb95bc0abf-0",
+    "base_instant": "20260815174505835",
+    "first_log": ".a32d33be-9a1c-493a-9880-23eb95bc0abf-0_20260815174505835.log.2_0-8-11",
+    "template": "20260815174512044",
+    "key_field": "uuid",
+    "columns": ("ts", "uuid", "rider", "fare"),
+}
+
+
+def _event_time_shapes(tmp_path: Path) -> Shaper:
+    """The event-time (``DefaultHoodieRecordPayload``) stock table: its failed write rolled back first (a command
+    block in a new log), then appends into the committed log 2 — a late update, deletes with and without an ordering
+    value — a rollover to log 4 with records arriving on those deletes, a failed append into log 4 rolled back, and a
+    log 5 whose version the rollback's command log already has (another write token)."""
+    s = Shaper.copy(tmp_path, **EVENT_TIME_TABLE)
+    evt.HudiTable.open(s.root).rollback("20260815174509450")
+
+    def up(key: str, ts: int, fare: float) -> dict[str, dict]:
+        return {key: {**s.rows[key], "ts": ts, "fare": fare}}
+
+    def commit(instant: str, name: str, *blocks: bytes, n: int = 1, d: int = 0) -> None:
+        s.requested(instant)
+        off, size = s.append(name, *blocks)
+        s.complete(instant, [(name, off, size, n, d)])
+
+    w1, w2, w3, w4, w5, failed = (f"202609010000000{i}0" for i in range(6))
+    commit(w1, s.first_log, s.data_block(w1, {**up("a", 150, 1.0), **up("b", 300, 2.0)}), n=2)
+    commit(w2, s.first_log, s.delete_block(w2, ["c"], [50]), s.delete_block(w2, ["d"], None), n=0, d=2)
+    log4 = s.log(4, "0-9-12")
+    commit(w3, log4, s.data_block(w3, up("d", 10, 3.0)))
+    commit(w4, log4, s.data_block(w4, {**up("b", 250, 4.0), **up("c", 60, 5.0)}), n=2)
+    s.requested(failed)
+    s.append(log4, s.data_block(failed, up("a", 999, 9.0)))
+    evt.HudiTable.open(s.root).rollback(failed)
+    commit(w5, s.log(5, "0-9-13"), s.data_block(w5, up("a", 500, 6.0)), s.delete_block(w5, ["b"], [280]), n=1, d=1)
+    return s
+
+
+@SKIP_NO_SHARED
+@pytest.mark.parametrize("threshold", [5, 55, 150, 400, 1000])
+def test_event_time_ordering_on_shared_stock_logs_keeps_every_answer(tmp_path: Path, threshold: int) -> None:
+    s = _event_time_shapes(tmp_path)
+    t = evt.HudiTable.open(s.root)
+    cols = list(EVENT_TIME_TABLE["columns"])
+    snap = t.read()
+    assert_same_rows(_rs(s.root).select(cols), snap.select(cols), cols, "hudi-rs, before")
+    commits = [i.time for i in t.timeline.completed_commits()]
+    as_of = {c: t.read(as_of=c) for c in commits}
+    windows = _answers(t)
+    c = t.compaction.schedule(EventTimeBasedCompactionStrategy(threshold=threshold, event_time_field="ts"))
+    if c is None:
+        return
+    t.compaction.run(c)
+    t.refresh()
+    assert_same_rows(t.read().select(cols), snap.select(cols), cols, f"snapshot after compacting at {threshold}")
+    assert_same_rows(_rs(s.root).select(cols), snap.select(cols), cols, f"hudi-rs after compacting at {threshold}")
+    for instant, rows in as_of.items():
+        assert_same_rows(t.read(as_of=instant).select(cols), rows.select(cols), cols, f"time travel to {instant}")
+    for (b, e), rows in windows.items():
+        got = t.read("incremental", begin=b, end=e)
+        assert_same_rows(got.select(cols), rows.select(cols), cols, f"incremental ({b}, {e}]")
+    fresh = t.ro_freshness().threshold_ms
+    if fresh is not None:
+        keep = pc.field("ts") <= fresh
+        ro = t.read("read_optimized")
+        assert_same_rows(ro.filter(keep).select(cols), snap.filter(keep).select(cols), cols, f"RO up to {fresh}")
