@@ -226,8 +226,12 @@ def test_a_torn_block_is_refused_when_the_compaction_is_scheduled(tmp_path: Path
     _check(t, s, history, windows, "torn")
     before = _files(s.root)
     timeline = sorted(p.name for p in (s.root / ".hoodie").iterdir())
+    strategy = EventTimeBasedCompactionStrategy(threshold=T0, event_time_field="ts")
+    summary = t.compaction.preview(strategy).summary
+    assert summary.logs_corrupt_compacted == 1, "the preview shows a plan the schedule refuses"
+    assert "corrupt" in summary.text()
     with pytest.raises(LogFormatError, match=r"corrupt block.*") as err:
-        t.compaction.schedule(EventTimeBasedCompactionStrategy(threshold=T0, event_time_field="ts"))
+        t.compaction.schedule(strategy)
     assert FIRST_LOG in str(err.value) and str(s.root) in str(err.value)
     assert _files(s.root) == before, "a refused schedule wrote"
     assert sorted(p.name for p in (s.root / ".hoodie").iterdir()) == timeline, "a refused schedule left a plan"
