@@ -148,6 +148,14 @@ def summary_lines(s: PreviewSummary) -> list[tuple[str, str]]:
         ),
     ]
     written_total = s.bytes_written_estimate + s.link_bytes_copied
+    if s.logs_corrupt_compacted:
+        rows.append(
+            (
+                "refused",
+                f"{s.logs_corrupt_compacted:,} log(s) to compact hold a corrupt block (a torn append): a schedule "
+                "refuses this plan and writes nothing",
+            )
+        )
     if s.copy_costs_more:
         rows.append(
             (

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -134,6 +134,8 @@ class PreviewSummary:
         ro_freshness_ms: the RO freshness the plan would give (T), ``None`` when it cannot be promised.
         freshness_blockers: why not, in words.
         full_ro_freshness_ms: after a full compaction, the max ingested event time (if recorded).
+        logs_corrupt_compacted: compacted logs holding a corrupt block (a torn append): the schedule refuses the
+            plan (``LogFormatError``) and writes nothing.
     """
 
     strategy: str
@@ -163,6 +165,7 @@ class PreviewSummary:
     full_bytes_written_estimate: int
     full_ro_freshness_ms: int | None
     compression_ratio: float = DEFAULT_LOGFILE_TO_PARQUET_COMPRESSION_RATIO
+    logs_corrupt_compacted: int = 0
 
     @property
     def copy_costs_more(self) -> bool:
@@ -185,6 +188,11 @@ class PreviewSummary:
             f"full compaction: {self.full_logs_compacted} logs in {self.full_slices} slices, read "
             f"{format_bytes(self.full_bytes_read)}, write ≈ {format_bytes(self.full_bytes_written_estimate)}",
         ]
+        if self.logs_corrupt_compacted:
+            lines.append(
+                f"refused: {self.logs_corrupt_compacted} log(s) to compact hold a corrupt block (a torn append); "
+                "the schedule writes nothing"
+            )
         if self.ro_freshness_ms is not None:
             lines.append(f"RO freshness after the plan: every event ≤ {iso_ms(self.ro_freshness_ms)}")
         else:
@@ -300,6 +308,7 @@ class PreviewModel:
         self._known = np.asarray(mins.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
         self._min = np.asarray(mins.fill_null(_I64_MAX).to_numpy(zero_copy_only=False), dtype=np.int64)
         self._uncommitted = _np(lt.column("uncommitted_blocks"), np.int64)
+        self._corrupt = _np(lt.column("corrupt_blocks"), np.int64) > 0
         self._unknown = self._has_data & ~self._known
         self._names = lt.column("log_file").combine_chunks()
         self._n_logs = _np(st.column("num_log_files"), np.int64)
@@ -471,6 +480,7 @@ class PreviewModel:
             full_written,
             full_logs,
         )
+        summary = replace(summary, logs_corrupt_compacted=int((self._corrupt & compacted_row).sum()))
         return CompactionPreview(per_slice, per_log, summary, (time.perf_counter() - started) * 1000)
 
     def _summary(
