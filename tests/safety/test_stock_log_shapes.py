@@ -17,6 +17,8 @@ further blocks, delete blocks without ordering values, and late data in a later 
 * a rolled-back write's blocks do not count in its log's event-time facts;
 * a rollback of the latest write appends a command block to a log it shares, deletes only a log all its own, and
   never touches another instant's blocks;
+* a stock writer's append into a log the plan compacts (before or while the run reads it) stops the run from
+  committing until that write completes, and is then compacted, never lost;
 * a log holding a corrupt block is refused when the compaction is *scheduled*, naming the table and the file, with
   nothing written (the run refused it, after the plan had opened a new slice that stock writers write into: neither
   run nor unschedule could then finish).
@@ -32,7 +34,7 @@ import pytest
 
 import evt_toolkit as evt
 from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
-from evt_toolkit.errors import LogFormatError, ReadError
+from evt_toolkit.errors import LogFormatError, PendingTableServiceError, ReadError
 from evt_toolkit.services.clean_planner import KEEP_LATEST_COMMITS, KEEP_LATEST_FILE_VERSIONS
 from tests.conftest import SKIP_NO_SHARED
 from tests.normalize import assert_same_rows
@@ -321,3 +323,42 @@ def test_event_time_ordering_on_shared_stock_logs_keeps_every_answer(tmp_path: P
         keep = pc.field("ts") <= fresh
         ro = t.read("read_optimized")
         assert_same_rows(ro.filter(keep).select(cols), snap.filter(keep).select(cols), cols, f"RO up to {fresh}")
+
+
+@SKIP_NO_SHARED
+@pytest.mark.parametrize("when", ["before_the_run", "while_it_runs"])
+def test_a_stock_append_into_a_compacted_log_is_never_lost(tmp_path: Path, when: str) -> None:
+    """A stock writer that chose its slice before the plan existed appends to a log the plan compacts (storage with
+    append). While that write is pending the run must not commit: compacted without its block (not yet visible), the
+    log's slice is superseded and the write's records vanish the moment it completes."""
+    s, _ = _build(tmp_path, "shared")
+    t = evt.HudiTable.open(s.root)
+    c = t.compaction.schedule(EventTimeBasedCompactionStrategy(threshold=T0 - 50, event_time_field="ts"))
+    assert c is not None and FIRST_LOG in c.plan.operations[0].delta_files
+    keys = s.sf_keys()
+    late = "20250407000000000"
+    up = s.updates(keys[1:2], fare=77.0, ts=T0 + 5 * 10**9)
+    s.requested(late)
+    written: list[tuple[int, int]] = []
+
+    def append() -> None:
+        written.append(s.append(FIRST_LOG, s.data_block(late, up)))
+
+    def hook(task: object, stage: str) -> None:
+        if stage == "written" and not written:
+            append()
+
+    if when == "before_the_run":
+        append()
+    with pytest.raises(PendingTableServiceError, match=late) as err:
+        t.compaction.run(c, fault_hook=hook)
+    assert FIRST_LOG in str(err.value)
+    assert not (s.root / ".hoodie" / f"{c.instant}.commit").exists(), "the run committed"
+    [(off, size)] = written
+    s.complete(late, [(FIRST_LOG, off, size, 1, 0)], up)
+    _same(t.refresh().read(), s.model(), f"{when}: the append's write completed")
+    _same(_rs(s.root), s.model(), f"{when}: hudi-rs, the append's write completed")
+    t.compaction.run(c)
+    assert t.compaction.validate(c).ok
+    _same(t.refresh().read(), s.model(), f"{when}: compacted once the write completed")
+    _same(_rs(s.root), s.model(), f"{when}: hudi-rs, compacted once the write completed")
