@@ -48,6 +48,7 @@ from evt_toolkit.compaction.merge_task import (
     FaultHook,
     MergeResult,
     MergeTask,
+    grown_compacted_log,
     landed_logs_matter,
     partition_listing,
     run_merge_task,
@@ -56,7 +57,13 @@ from evt_toolkit.compaction.merge_task import (
 from evt_toolkit.compaction.plan import EXTRA_LINK_TIMING, EXTRA_THRESHOLD_MS
 from evt_toolkit.compaction.plan_files import plan_file, validate_plan_files
 from evt_toolkit.compaction.schedule import EXTRA_EXACT_SPLIT, EXTRA_REMAINING_PREFIX
-from evt_toolkit.errors import CompactionExecutionError, EvtError, PlanValidationError, TimelineError
+from evt_toolkit.errors import (
+    CompactionExecutionError,
+    EvtError,
+    PendingTableServiceError,
+    PlanValidationError,
+    TimelineError,
+)
 from evt_toolkit.faults import fault_point
 from evt_toolkit.format.extra_metadata import COMPACTION_LINKS
 from evt_toolkit.format.links import Link, encode_commit_links
@@ -341,6 +348,8 @@ def run_compaction(
         TimelineError: no pending compaction at ``instant``.
         MetadataDecodeError: the plan file is cut short or otherwise undecodable (names it).
         PlanValidationError: files of the plan are missing, a link cannot be made, or the prefix rule does not hold.
+        PendingTableServiceError: (version 6) a compacted log holds blocks of a pending write, or grew while the run
+            ran (a writer appended to it); nothing is committed.
         LogFormatError: a compacted log is corrupt (names it); nothing is committed.
         CompactionExecutionError: a Spark task failed (its error text included), or writes kept landing in a new
             slice while committing; nothing is committed.
@@ -417,6 +426,21 @@ def run_compaction(
                 raise CompactionExecutionError(
                     f"compaction {instant} of {storage.uri}: writes kept landing in its new file slices while it "
                     "committed; nothing was committed — run it again"
+                )
+    if table.config.timeline_layout < 2:
+        # Version 6 on storage with append: a stock writer may have appended to a compacted log since its task read
+        # it (1.x logs never change once written).
+        grown_in: dict[str, list[FileEntry]] = {}
+        for task, result in zip(tasks, results, strict=True):
+            listing = partition_listing(storage, task.partition_path, grown_in)
+            grown = grown_compacted_log(storage, task, result, listing)
+            if grown is not None:
+                path, writers = grown
+                raise PendingTableServiceError(
+                    f"compaction {instant} of {storage.uri}: log file {storage.full_path(path)} grew while the "
+                    f"compaction ran (write {', '.join(writers) or 'unknown'} appended to it); its new blocks would be "
+                    "lost with the superseded slice. Nothing was committed: run the compaction again once that write "
+                    "completes or is rolled back"
                 )
     for path in _stale_outputs(table, instant, results):
         storage.delete_file(path)

@@ -47,7 +47,13 @@ import pyarrow.parquet as pq
 
 from evt_toolkit.compaction.bounded_merge import BoundedSliceMerge, MemoryBudget
 from evt_toolkit.compaction.carry_over import CarryOverDecision, decide, first_base_rows, needs_later_keys
-from evt_toolkit.errors import EvtError, LogFormatError, PlanValidationError, UnsupportedFeatureError
+from evt_toolkit.errors import (
+    EvtError,
+    LogFormatError,
+    PendingTableServiceError,
+    PlanValidationError,
+    UnsupportedFeatureError,
+)
 from evt_toolkit.format.eventtime import EpochUnit, event_time_stats, to_epoch_ms
 from evt_toolkit.format.log_writer import avro_schema_json, encode_avro_data_block, encode_delete_block
 from evt_toolkit.format.logfile import BlockType, LogBlock
@@ -68,6 +74,7 @@ __all__ = [
     "MergeTask",
     "base_file_token",
     "carry_over_name",
+    "grown_compacted_log",
     "landed_logs_matter",
     "later_logs",
     "run_merge_task",
@@ -170,6 +177,7 @@ class MergeResult:
     later_logs: tuple[tuple[str, int], ...]
     ct_sensitive_keys: tuple[str, ...]
     elapsed_ms: int
+    compacted_logs: tuple[tuple[str, int], ...] = ()
 
     @property
     def outputs(self) -> tuple[str, ...]:
@@ -316,6 +324,30 @@ def _check_blocks(
     return blocks, rollbacks
 
 
+def _refuse_pending_blocks(
+    storage: TableStorage, task: MergeTask, logs: tuple[LogFile, ...], scanned: dict[str, list[LogBlock]]
+) -> None:
+    """Refuse a compacted log holding blocks of a write that is still pending (requested or inflight).
+
+    Only a writer appending to a log that exists already puts such blocks there (stock Hudi 0.x on storage with
+    append, having chosen its slice before the plan existed): this toolkit's writers write new logs, and a schedule
+    refuses while an earlier write is pending. The block does not count yet, so the new base file would leave it out,
+    and once the write completes its log sits in a slice the compaction superseded: its records would be lost.
+    """
+    pending = {i.time for i in task.spec.timeline.inflight_writes()}
+    if not pending:
+        return
+    for lf in logs:
+        for blk in scanned[lf.path]:
+            if blk.instant_time in pending and blk.block_type is not BlockType.COMMAND:
+                raise PendingTableServiceError(
+                    f"compaction {task.instant} of {storage.uri}: log file {storage.full_path(lf.path)} holds blocks "
+                    f"of write {blk.instant_time}, which is still pending; compacted now, its records would be lost "
+                    "when it completes. Nothing was committed: run the compaction again once that write completes or "
+                    "is rolled back"
+                )
+
+
 def _later_facts(ctx: SliceReadContext, logs: list[LogFile], need_keys: bool) -> tuple[pa.Array | None, pa.Array]:
     """``(every key with a later record or None, keys with a later commit-time delete)``.
 
@@ -338,6 +370,28 @@ def _later_facts(ctx: SliceReadContext, logs: list[LogFile], need_keys: bool) ->
             [data[KEY].combine_chunks().cast(pa.string()), deletes[KEY].combine_chunks().cast(pa.string())]
         )
     return keys, ct_keys
+
+
+def grown_compacted_log(
+    storage: TableStorage, task: MergeTask, result: MergeResult, listing: list[FileEntry]
+) -> tuple[str, tuple[str, ...]] | None:
+    """A log the task compacted that is larger now than when the task read it, with the instants of the blocks
+    appended since (relative path, instants); ``None`` when every compacted log is as the task read it.
+
+    On storage with append a stock writer may append to a log the plan compacts (table version 6); its blocks would
+    be missing from the new base file and lost with the superseded slice.
+    """
+    sizes = {e.name: e.size for e in listing}
+    for name, size in result.compacted_logs:
+        now = sizes.get(name)
+        if now is not None and now != size:
+            path = _rel(task.partition_path, name)
+            instants: set[str] = set()
+            with contextlib.suppress(EvtError):
+                blocks = scan_logs(storage, [LogFile(path, name, task.file_id, "", 0, None, "", now)])[path]
+                instants = {b.instant_time for b in blocks if b.offset >= size and b.instant_time}
+            return path, tuple(sorted(instants))
+    return None
 
 
 def landed_logs_matter(
@@ -630,6 +684,7 @@ def run_merge_task(task: MergeTask, listing: list[FileEntry] | None = None) -> M
         PlanValidationError: a file of the operation is missing, or the table has no schema.
         LogFormatError: a compacted log is corrupt or truncated (names the file).
         UnsupportedFeatureError: partial-update blocks, or a table without meta fields.
+        PendingTableServiceError: a compacted log holds blocks of a write that is still pending.
     """
     started = time.monotonic()
     storage = TableStorage.from_uri(task.table_uri, task.spec.storage_options)
@@ -653,6 +708,7 @@ def run_merge_task(task: MergeTask, listing: list[FileEntry] | None = None) -> M
     storage.prefetch([lf.path for lf in logs] + ([base_file.path] if base_file is not None else []))
     scanned = scan_logs(storage, logs + tuple(later))  # each log's headers are read once per task
     blocks, rollbacks = _check_blocks(storage, logs, scanned)
+    _refuse_pending_blocks(storage, task, logs, scanned)
     ctx = task.spec.context(None, storage=storage)
     if ctx.derives_keys:
         raise UnsupportedFeatureError(
@@ -768,6 +824,7 @@ def run_merge_task(task: MergeTask, listing: list[FileEntry] | None = None) -> M
         later_logs=tuple((lf.name, lf.size) for lf in later),
         ct_sensitive_keys=tuple(sorted(sensitive)),
         elapsed_ms=int((time.monotonic() - started) * 1000),
+        compacted_logs=tuple((lf.name, lf.size) for lf in logs),
     )
 
 
