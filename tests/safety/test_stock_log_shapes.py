@@ -18,7 +18,8 @@ further blocks, delete blocks without ordering values, and late data in a later 
 * a rollback of the latest write appends a command block to a log it shares, deletes only a log all its own, and
   never touches another instant's blocks;
 * a stock writer's append into a log the plan compacts (before or while the run reads it) stops the run from
-  committing until that write completes, and is then compacted, never lost;
+  committing until that write completes, and is then compacted, never lost; so does an append into a leftover log
+  after the run copied it into the new slice;
 * a log holding a corrupt block is refused when the compaction is *scheduled*, naming the table and the file, with
   nothing written (the run refused it, after the plan had opened a new slice that stock writers write into: neither
   run nor unschedule could then finish).
@@ -362,3 +363,36 @@ def test_a_stock_append_into_a_compacted_log_is_never_lost(tmp_path: Path, when:
     assert t.compaction.validate(c).ok
     _same(t.refresh().read(), s.model(), f"{when}: compacted once the write completed")
     _same(_rs(s.root), s.model(), f"{when}: hudi-rs, compacted once the write completed")
+
+
+@SKIP_NO_SHARED
+def test_a_stock_append_into_a_log_copied_by_the_run_is_never_lost(tmp_path: Path) -> None:
+    """A leftover log is copied into the new slice when the run starts (copy links at execute time); a stock writer
+    appending to the original afterwards must stop the commit, or its block would be in neither slice."""
+    s, _ = _build(tmp_path, "shared")
+    t = evt.HudiTable.open(s.root)
+    strategy = EventTimeBasedCompactionStrategy(threshold=T0 - 50, event_time_field="ts")
+    c = t.compaction.schedule(strategy, link_mode="copy", link_timing="execute")
+    assert c is not None and c.plan.operations[0].links
+    leftover = c.plan.operations[0].links[0].target
+    late = "20250407000000000"
+    up = s.updates(s.sf_keys()[1:2], fare=77.0, ts=T0 + 5 * 10**9)
+    s.requested(late)
+    written: list[tuple[int, int]] = []
+
+    def hook(task: object, stage: str) -> None:
+        if stage == "written" and not written:
+            written.append(s.append(leftover, s.data_block(late, up)))
+
+    with pytest.raises(PendingTableServiceError, match=late) as err:
+        t.compaction.run(c, fault_hook=hook)
+    assert leftover in str(err.value)
+    assert not (s.root / ".hoodie" / f"{c.instant}.commit").exists(), "the run committed"
+    [(off, size)] = written
+    s.complete(late, [(leftover, off, size, 1, 0)], up)
+    _same(t.refresh().read(), s.model(), "the append's write completed")
+    t.rollback(c.instant)  # the run's copies go with it; the plan is requested again
+    t.compaction.run(c)
+    assert t.compaction.validate(c).ok
+    _same(t.refresh().read(), s.model(), "compacted once the write completed")
+    _same(_rs(s.root), s.model(), "hudi-rs, compacted once the write completed")
