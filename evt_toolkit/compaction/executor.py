@@ -48,6 +48,7 @@ from evt_toolkit.compaction.merge_task import (
     FaultHook,
     MergeResult,
     MergeTask,
+    appended_writers,
     grown_compacted_log,
     landed_logs_matter,
     partition_listing,
@@ -66,7 +67,7 @@ from evt_toolkit.errors import (
 )
 from evt_toolkit.faults import fault_point
 from evt_toolkit.format.extra_metadata import COMPACTION_LINKS
-from evt_toolkit.format.links import Link, encode_commit_links
+from evt_toolkit.format.links import COPY, Link, encode_commit_links
 from evt_toolkit.format.log_content import default_decode_threads
 from evt_toolkit.format.names import COMPLETED, INFLIGHT
 from evt_toolkit.format.ownership import BASE, CARRY_OVER, LINK, RUN, SCHEDULE, OwnedFile
@@ -322,6 +323,16 @@ def _stale_outputs(table: Table, instant: str, results: list[MergeResult]) -> li
     )
 
 
+def _refuse_grown(table: Table, instant: str, path: str, writers: tuple[str, ...], since: str) -> None:
+    storage = table.storage
+    raise PendingTableServiceError(
+        f"compaction {instant} of {storage.uri}: log file {storage.full_path(path)} grew since {since} (write "
+        f"{', '.join(writers) or 'unknown'} appended to it); its new blocks would be lost with the superseded slice. "
+        "Nothing was committed: run the compaction again once that write completes or is rolled back (a copy the run "
+        "made goes with a rollback of the compaction)"
+    )
+
+
 def run_compaction(
     table: Table,
     instant: str,
@@ -435,13 +446,16 @@ def run_compaction(
             listing = partition_listing(storage, task.partition_path, grown_in)
             grown = grown_compacted_log(storage, task, result, listing)
             if grown is not None:
-                path, writers = grown
-                raise PendingTableServiceError(
-                    f"compaction {instant} of {storage.uri}: log file {storage.full_path(path)} grew while the "
-                    f"compaction ran (write {', '.join(writers) or 'unknown'} appended to it); its new blocks would be "
-                    "lost with the superseded slice. Nothing was committed: run the compaction again once that write "
-                    "completes or is rolled back"
-                )
+                _refuse_grown(table, instant, *grown, "the compaction ran")
+        # A leftover log copied into the new slice that a writer appended to since: the copy lacks those blocks.
+        for link in links:
+            if link.mode != COPY:
+                continue
+            sizes = {e.name: e.size for e in partition_listing(storage, link.partition_path, grown_in)}
+            copied, now = sizes.get(link.symlink), sizes.get(link.target)
+            if copied is not None and now is not None and now > copied:
+                writers = appended_writers(storage, link.partition_path, link.target, copied, now)
+                _refuse_grown(table, instant, link.target_path, writers, f"the run copied it to {link.symlink}")
     for path in _stale_outputs(table, instant, results):
         storage.delete_file(path)
 

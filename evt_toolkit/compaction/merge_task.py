@@ -72,6 +72,7 @@ __all__ = [
     "FILE_NAME",
     "MergeResult",
     "MergeTask",
+    "appended_writers",
     "base_file_token",
     "carry_over_name",
     "grown_compacted_log",
@@ -372,6 +373,15 @@ def _later_facts(ctx: SliceReadContext, logs: list[LogFile], need_keys: bool) ->
     return keys, ct_keys
 
 
+def appended_writers(storage: TableStorage, partition: str, name: str, since: int, size: int) -> tuple[str, ...]:
+    """The instants of the blocks of log ``name`` from byte ``since`` on (blocks appended after that size was seen)."""
+    path = _rel(partition, name)
+    with contextlib.suppress(EvtError):
+        blocks = scan_logs(storage, [LogFile(path, name, "", "", 0, None, "", size)])[path]
+        return tuple(sorted({b.instant_time for b in blocks if b.offset >= since and b.instant_time}))
+    return ()
+
+
 def grown_compacted_log(
     storage: TableStorage, task: MergeTask, result: MergeResult, listing: list[FileEntry]
 ) -> tuple[str, tuple[str, ...]] | None:
@@ -385,12 +395,7 @@ def grown_compacted_log(
     for name, size in result.compacted_logs:
         now = sizes.get(name)
         if now is not None and now != size:
-            path = _rel(task.partition_path, name)
-            instants: set[str] = set()
-            with contextlib.suppress(EvtError):
-                blocks = scan_logs(storage, [LogFile(path, name, task.file_id, "", 0, None, "", now)])[path]
-                instants = {b.instant_time for b in blocks if b.offset >= size and b.instant_time}
-            return path, tuple(sorted(instants))
+            return _rel(task.partition_path, name), appended_writers(storage, task.partition_path, name, size, now)
     return None
 
 
