@@ -20,9 +20,9 @@ further blocks, delete blocks without ordering values, and late data in a later 
 * a stock writer's append into a log the plan compacts (before or while the run reads it) stops the run from
   committing until that write completes, and is then compacted, never lost; so does an append into a leftover log
   after the run copied it into the new slice;
-* a log holding a corrupt block is refused when the compaction is *scheduled*, naming the table and the file, with
-  nothing written (the run refused it, after the plan had opened a new slice that stock writers write into: neither
-  run nor unschedule could then finish).
+* a log holding a corrupt block is refused when the compaction is *scheduled* (the preview says so first), naming
+  the table and the file, with nothing written (the run refused it, after the plan had opened a new slice that
+  stock writers write into: neither run nor unschedule could then finish).
 """
 
 from __future__ import annotations
