@@ -1,0 +1,220 @@
+"""Hudi 1.x tables (versions 8 and 9) when requested order and completion order differ.
+
+On a 1.x table a log joins the file slice whose base instant is the latest at or before its deltacommit's
+*completion* time, and replays in the slice by the instant in its *name* (the requested time,
+``HoodieLogFile.LogFileComparator``). A compaction ``C`` names its links and carry-over log with ``C`` and completes
+at ``C`` (``docs/hudi-1x.md`` §4.4), so a log named with an instant before ``C`` that joins slice ``C`` replays
+before them: the leftovers (older data) overwrite it. The fences keep such a log out: no schedule while a write is
+pending, no run while a write requested before ``C`` is pending or completed after it in the plan's file groups.
+
+Driven deterministically in one process, by pausing an operation between two of its steps and running the others
+through another handle of the table:
+
+* a write that took its instant before a compaction was scheduled and wrote its ``requested`` file after it — the
+  compaction scheduled and run (or only scheduled) in between — on tables the toolkit creates (both link modes,
+  both orderings, full and event-time plans) and on a copy of a stock v9 table with a metadata table;
+* a write paused after its ``requested`` file or after its logs, while a schedule is attempted;
+
+Checked: our snapshot and hudi-rs's (through the metadata table where there is one) equal a plain model of what was
+committed, replayed in requested order; an operation refused in such a state raises an ``EvtError`` and leaves the
+table's answers as they were; the documented recovery (roll the write back and write again; unschedule and schedule
+again) ends at the model's answer; the metadata table lists exactly the committed files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import evt_toolkit as evt
+import evt_toolkit.write.writer as writer_module
+from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
+from evt_toolkit.compaction.strategy import CompactionStrategy, UnBoundedCompactionStrategy
+from evt_toolkit.errors import EvtError, PendingTableServiceError, PlanValidationError, WriteError
+from tests.oracle import Oracle
+from tests.tables import BASE, COLUMNS, create, hudi_rs, rows
+
+hudi = pytest.importorskip("hudi", reason="hudi-rs (PyPI 'hudi') is a test dependency")
+
+
+def _answer(t: pa.Table) -> dict[int, tuple[int, float]]:
+    return {r["id"]: (r["ts"], r["v"]) for r in t.select(["id", "ts", "v"]).to_pylist()}
+
+
+def _model(history: list[tuple[str, pd.DataFrame]], merge_mode: str) -> dict[int, tuple[int, float]]:
+    o = Oracle(["id"], ["region"], "ts", merge_mode)
+    for op, df in history:
+        o.apply(op, df)
+    r = o.result()
+    return {int(x["id"]): (int(x["ts"]), float(x["v"])) for x in r.to_dict("records")} if len(r) else {}
+
+
+def _check(t: evt.HudiTable, want: dict[int, tuple[int, float]], what: str) -> None:
+    fresh = evt.HudiTable.open(t.path)
+    assert _answer(fresh.read(columns=COLUMNS)) == want, f"{what}: our snapshot"
+    assert _answer(hudi_rs(t.path)) == want, f"{what}: hudi-rs's snapshot"
+
+
+@contextmanager
+def _between_instant_and_requested(step: Callable[[], Any]) -> Iterator[list[Any]]:
+    """Run ``step`` once, in the next write, after it took its instant and before it wrote its ``requested`` file."""
+    real = writer_module.new_instant_time
+    out: list[Any] = []
+
+    def paused(*args: Any, **kwargs: Any) -> str:
+        instant = real(*args, **kwargs)
+        if not out:
+            out.append(instant)
+            try:
+                out.append(step())
+            except EvtError as exc:
+                out.append(exc)
+        return instant
+
+    writer_module.new_instant_time = paused  # type: ignore[assignment]
+    try:
+        yield out
+    finally:
+        writer_module.new_instant_time = real
+
+
+def _strategy(kind: str) -> CompactionStrategy:
+    return UnBoundedCompactionStrategy() if kind == "full" else EventTimeBasedCompactionStrategy(threshold=BASE + 100)
+
+
+def _table(root: Path, version: int, merge_mode: str) -> tuple[evt.HudiTable, list[tuple[str, pd.DataFrame]]]:
+    """A base file, a log at or below T (compacted by the event-time plan), a log above T (its leftover)."""
+    t = create(root / "t", merge_mode, buckets=1, table_version=version)
+    history: list[tuple[str, pd.DataFrame]] = []
+    for batch in (rows(range(6), 1, 10), None, rows(range(4), 2, 10), rows(range(4), 3, 900)):
+        if batch is None:
+            c = t.compaction.schedule(UnBoundedCompactionStrategy())
+            assert c is not None
+            t.compaction.run(c)
+            continue
+        t.write(batch)
+        history.append(("upsert", batch))
+    return t, history
+
+
+@pytest.mark.parametrize(
+    ("version", "merge_mode", "kind", "link_mode", "run"),
+    [
+        (9, "commit_time", "event", "copy", True),
+        (8, "commit_time", "event", "symlink", True),
+        (9, "event_time", "event", "copy", True),
+        (9, "commit_time", "full", "copy", True),
+        (9, "commit_time", "event", "copy", False),
+    ],
+)
+def test_a_write_requested_before_a_compaction_and_completed_after_it_keeps_its_records(
+    tmp_path: Path, version: int, merge_mode: str, kind: str, link_mode: str, run: bool
+) -> None:
+    """A write ``W`` takes its instant, then a compaction ``C > W`` is scheduled (its fence sees no pending write:
+    ``W.deltacommit.requested`` does not exist yet) and, with ``run``, run; then ``W`` writes its logs and completes
+    after ``C``. ``W``'s logs join slice ``C`` (completed after it) and, named ``W < C``, replay before ``C``'s
+    links: the leftovers' older records won over ``W``'s (the same ordering value under event-time ordering: the
+    later record wins a tie). ``W`` must either read as the latest write or be refused, the table reading as before;
+    rolled back and written again, it is read."""
+    t, history = _table(tmp_path, version, merge_mode)
+    other = evt.HudiTable.open(t.path)
+    before = _model(history, merge_mode)
+    _check(t, before, "before the race")
+
+    def compaction() -> str:
+        c = other.refresh().compaction.schedule(_strategy(kind), link_mode=link_mode)
+        assert c is not None
+        if run:
+            other.refresh().compaction.run(c.instant)
+        return c.instant
+
+    w = rows(range(3), 3 if merge_mode == "event_time" else 4, 50)  # a tie with the leftover's ordering value
+    w["v"] = [7.0, 8.0, 9.0]
+    with _between_instant_and_requested(compaction) as raced:
+        try:
+            instant = t.write(w)
+        except WriteError as exc:
+            instant = None
+            refused = exc
+    assert len(raced) == 2 and isinstance(raced[1], str), f"the compaction did not run in between: {raced}"
+    w_instant, c_instant = raced
+    assert w_instant < c_instant
+    if instant is not None:
+        history.append(("upsert", w))
+        _check(t, _model(history, merge_mode), f"write {instant} completed after compaction {c_instant}")
+    else:
+        assert w_instant in str(refused), refused
+        _check(t, before, f"write {w_instant} refused")
+        t.rollback(w_instant)
+        _check(t, before, f"write {w_instant} rolled back")
+    if not run:
+        try:
+            t.refresh().compaction.run(c_instant)
+        except PlanValidationError:  # fence 2: the documented way out is unschedule, then schedule again
+            assert t.compaction.unschedule(c_instant, dry_run=False).refused_reason is None
+            c = t.compaction.schedule(_strategy(kind), link_mode=link_mode)
+            assert c is not None
+            t.compaction.run(c.instant)
+        _check(t, _model(history, merge_mode), "after the plan ran")
+    if instant is None:
+        t.write(w)
+        history.append(("upsert", w))
+    _check(t, _model(history, merge_mode), "after the write went in")
+    c = t.compaction.schedule(UnBoundedCompactionStrategy())
+    if c is not None:
+        t.compaction.run(c.instant)
+    _check(t, _model(history, merge_mode), "after a full compaction")
+
+
+@pytest.mark.parametrize("pause", ["after_requested", "after_logs"])
+def test_a_schedule_while_an_earlier_write_is_pending_is_refused_and_changes_nothing(
+    tmp_path: Path, pause: str
+) -> None:
+    """``W1`` requested (or its logs written), ``W2`` requested after it and completed, then a schedule: refused
+    (``PendingTableServiceError``, nothing written); ``W1`` completes after ``W2`` and, named before it, replays
+    before it (``W2`` wins, as in Hudi); the schedule then goes through and changes no answer."""
+    t, history = _table(tmp_path, 9, "commit_time")
+    other = evt.HudiTable.open(t.path)
+    w1 = rows(range(3), 5, 50)
+    w1["v"] = [1.5, 2.5, 3.5]
+    w2 = rows([1, 2], 6, 60)
+    seen: list[Any] = []
+
+    def in_between() -> None:
+        other.refresh()
+        w2_instant = other.write(w2)
+        files = sorted(p.relative_to(t.path).as_posix() for p in Path(t.path).rglob("*") if p.is_file())
+        try:
+            other.refresh().compaction.schedule(_strategy("event"))
+        except PendingTableServiceError as exc:
+            seen.append(exc)
+        after = sorted(p.relative_to(t.path).as_posix() for p in Path(t.path).rglob("*") if p.is_file())
+        assert after == files, "a refused schedule changed the table"
+        seen.append(w2_instant)
+
+    real_executor = writer_module.local_executor
+
+    def executor(spec: Any, tasks: Any) -> Any:
+        if pause == "after_requested":
+            in_between()
+            return real_executor(spec, tasks)
+        out = real_executor(spec, tasks)
+        in_between()
+        return out
+
+    w1_instant = t.write(w1, executor=executor)
+    assert isinstance(seen[0], PendingTableServiceError) and w1_instant in str(seen[0]), seen
+    w2_instant = seen[1]
+    assert w1_instant < w2_instant
+    history += [("upsert", w1), ("upsert", w2)]  # requested order: W1's logs replay first
+    _check(t, _model(history, "commit_time"), "W1 completed after W2")
+    c = t.refresh().compaction.schedule(_strategy("event"))
+    assert c is not None
+    t.compaction.run(c.instant)
+    _check(t, _model(history, "commit_time"), "after the compaction")
