@@ -218,3 +218,61 @@ def test_a_schedule_while_an_earlier_write_is_pending_is_refused_and_changes_not
     assert c is not None
     t.compaction.run(c.instant)
     _check(t, _model(history, "commit_time"), "after the compaction")
+
+
+def test_the_race_on_a_stock_table_with_a_metadata_table(tmp_path: Path) -> None:
+    """The same race on a copy of a stock v9 table with a metadata table, written through the SIMPLE index: the
+    write either reads as the latest (event-time ordering, a tie with the leftover's ordering value) or is refused
+    with the table as before; the metadata table lists exactly the committed files throughout, and hudi-rs, listing
+    through it, answers as the model."""
+    from tests.mdt.mdt_helpers import committed_files, copy_fixture, mdt_files
+
+    path = copy_fixture("mor_v9_txns_simple_meta", tmp_path)
+    props = path / ".hoodie" / "hoodie.properties"
+    props.write_text(props.read_text() + "hoodie.payload.event.time.field=txn_ts\n")
+    simple = {"hoodie.index.type": "SIMPLE"}
+    t = evt.HudiTable.open(path)
+    snap = pa.Table.from_batches(hudi.HudiTableBuilder.from_base_uri(str(path)).build().read())
+    columns = [c for c in snap.column_names if not c.startswith("_hoodie_")]
+    rows0 = sorted(snap.select(columns).to_pylist(), key=lambda r: r["txn_id"])
+    apac = [r for r in rows0 if r["region"] == "apac"][:2]
+    model = {r["txn_id"]: r["merchant_name"] for r in rows0}
+    top = max(r["txn_ts"] for r in rows0)
+    low = min(r["txn_ts"] for r in rows0)
+
+    def batch(ts: int, value: str) -> pa.Table:
+        out = [dict(r, txn_ts=ts, merchant_name=value) for r in apac]
+        return pa.Table.from_pylist(out, schema=snap.select(columns).schema)
+
+    def check(what: str) -> None:
+        got = {r["txn_id"]: r["merchant_name"] for r in evt.HudiTable.open(path).read().to_pylist()}
+        assert got == model, f"{what}: our snapshot"
+        rs = pa.Table.from_batches(hudi.HudiTableBuilder.from_base_uri(str(path)).build().read())
+        assert {r["txn_id"]: r["merchant_name"] for r in rs.to_pylist()} == model, f"{what}: hudi-rs"
+        assert mdt_files(path) == committed_files(path), f"{what}: the metadata table's files partition"
+
+    t.write(batch(low + 1, "at-or-below"), options=simple)
+    t.write(batch(top + 10, "leftover"), options=simple)
+    model.update({r["txn_id"]: "leftover" for r in apac})
+    check("before the race")
+    other = evt.HudiTable.open(path)
+
+    def compaction() -> str:
+        c = other.refresh().compaction.schedule(EventTimeBasedCompactionStrategy(threshold=low + 5))
+        assert c is not None and c.links, "the plan leaves the later log as a link"
+        other.refresh().compaction.run(c.instant)
+        return c.instant
+
+    with _between_instant_and_requested(compaction) as raced:
+        try:
+            instant = t.write(batch(top + 10, "raced"), options=simple)
+        except WriteError:
+            instant = None
+    assert len(raced) == 2 and isinstance(raced[1], str), raced
+    if instant is None:
+        check("the racing write refused")
+        t.rollback(raced[0])
+        check("the racing write rolled back")
+        t.write(batch(top + 10, "raced"), options=simple)
+    model.update({r["txn_id"]: "raced" for r in apac})
+    check("the write went in")
