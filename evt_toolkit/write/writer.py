@@ -46,6 +46,7 @@ from evt_toolkit.storage.ownership import drop_ownership, owned_files, unschedul
 from evt_toolkit.table.fs_view import FileSystemView, list_partition_files
 from evt_toolkit.table.guards import has_metadata_table, require_writable
 from evt_toolkit.table.schema import latest_avro_schema
+from evt_toolkit.table.timeline import COMMIT, COMPACTION
 from evt_toolkit.write.index import BUCKET, WriteIndex, check_writable_1x, resolve_write_index
 from evt_toolkit.write.instants import new_instant_time
 from evt_toolkit.write.metadata_sync import added_files, sync_files_partition
@@ -292,6 +293,45 @@ def _check_slices_still_latest(table: Table, instant: str, fgs: list[FileGroupWr
                 f"deltacommit {instant} of {table.storage.uri}: compaction {now} was scheduled on file group "
                 f"{fg.file_id} in {fg.partition_path!r} while this write ran, and its logs went to the slice before "
                 f"it ({fg.base_instant}), which no reader would read once {now} completes; the write was left "
+                "inflight: roll it back and write again"
+            )
+
+
+def _check_no_later_compaction(table: Table, instant: str, fgs: list[FileGroupWrite]) -> None:
+    """Refuse to complete a 1.x write when a compaction requested after its instant plans one of its file groups.
+
+    A 1.x log joins the slice of the latest base instant at or before its deltacommit's *completion* time and
+    replays there by the instant in its *name*. A compaction ``C`` names its links and carry-over log with ``C``
+    and completes at ``C`` (docs/hudi-1x.md §4.4), so a log named ``W < C`` that completes after ``C`` joins slice
+    ``C`` and replays *before* them: the leftovers' older records win over this write's. A write takes its instant
+    before its ``requested`` file exists, so a compaction scheduled in between sees no pending write (fence 1), and
+    its run sees no log of this write when it lists before the logs are written (fence 2). Looked at after the logs
+    are written: a plan whose run lists after them finds them (fence 2 refuses the run), and a plan on the timeline
+    now — pending or completed — is seen here.
+
+    Raises:
+        WriteError: naming the compaction and file group; the write is left inflight (roll it back, write again).
+    """
+    mine = {(fg.partition_path, fg.file_id) for fg in fgs}
+    if not mine:
+        return
+    timeline = table.refresh().timeline
+    for inst in timeline.instants:
+        if inst.time <= instant or inst.action not in (COMPACTION, COMMIT):
+            continue
+        try:
+            if inst.is_completed:
+                planned = timeline.commit_metadata(inst).file_groups()
+            else:
+                planned = {(op.partition_path, op.file_id) for op in timeline.compaction_plan(inst).operations}
+        except EvtError:
+            # A plan that cannot be read (taken back while this looked, or damaged): assume the worst.
+            planned = mine
+        for partition, file_id in sorted(mine & planned):
+            raise WriteError(
+                f"deltacommit {instant} of {table.storage.uri}: compaction {inst.time}, requested after this write's "
+                f"instant, plans file group {file_id} in {partition!r}; this write's logs would join its new slice "
+                "and replay before the logs it leaves there, whose older records would win; the write was left "
                 "inflight: roll it back and write again"
             )
 
@@ -548,6 +588,8 @@ def write(
             storage.delete_file(path)
     if not fmt.logs_named_by_deltacommit:
         _check_slices_still_latest(table, instant, [fg for fg, _, _ in tasks])
+    else:
+        _check_no_later_compaction(table, instant, [fg for fg, _, _ in tasks])
     # A metadata table lists the instant's files before the instant completes (HoodieTable.writeTableMetadata).
     if has_metadata_table(table):
         sync_files_partition(table, instant, added=added_files(storage, written))
