@@ -276,3 +276,46 @@ def test_the_race_on_a_stock_table_with_a_metadata_table(tmp_path: Path) -> None
         t.write(batch(top + 10, "raced"), options=simple)
     model.update({r["txn_id"]: "raced" for r in apac})
     check("the write went in")
+
+
+def test_time_travel_at_or_after_a_pending_write_is_refused_until_it_completes(tmp_path: Path) -> None:
+    """``W1`` requested and its logs written, ``W2`` requested after it and completed. Time travel is by requested
+    time: once ``W1`` completes, every ``as_of`` at or after ``W1`` holds its records. While it is pending, an answer
+    as of ``W2`` would leave them out and change when ``W1`` completes, so Hudi refuses time travel at or after the
+    first incomplete commit (``TimelineUtils.validateTimestampAsOf``): a ``ReadError`` naming ``W1``, for snapshot and
+    read-optimized time travel alike. Before ``W1``, and after it completes at every requested and completion time,
+    the answer is the model's (writes replayed in requested order up to ``as_of``), ours and hudi-rs's."""
+    t, history = _table(tmp_path, 9, "commit_time")
+    other = evt.HudiTable.open(t.path)
+    w1 = rows(range(3), 5, 50)
+    w2 = rows([1, 2], 6, 60)
+    seen: dict[str, Any] = {}
+    requested = [i.time for i in t.refresh().timeline.completed_commits() if i.action == "deltacommit"]
+
+    def executor(spec: Any, tasks: Any) -> Any:
+        out = writer_module.local_executor(spec, tasks)
+        seen["w2"] = other.refresh().write(w2)
+        reader = evt.HudiTable.open(t.path)
+        for at in (spec.instant, seen["w2"], reader.timeline.instant(seen["w2"]).completion_time):
+            for query in ("snapshot", "read_optimized"):
+                with pytest.raises(evt.ReadError, match=spec.instant):
+                    reader.read(query, as_of=at)
+        last = max(requested)
+        assert _answer(reader.read(as_of=last)) == _model(history, "commit_time"), "as of the write before W1"
+        return out
+
+    w1_instant = t.write(w1, executor=executor)
+    by_time = dict(zip(requested, history, strict=True))
+    by_time |= {w1_instant: ("upsert", w1), seen["w2"]: ("upsert", w2)}
+    t.refresh()
+    times = sorted(
+        {i.time for i in t.timeline.completed_commits()}
+        | {i.completion_time for i in t.timeline.completed_commits() if i.completion_time}
+    )
+    for at in times:
+        want = _model([h for r, h in sorted(by_time.items()) if r <= at], "commit_time")
+        assert _answer(t.read(as_of=at)) == want, f"time travel to {at}"
+        rs = pa.Table.from_batches(
+            hudi.HudiTableBuilder.from_base_uri(t.path).build().read(hudi.HudiReadOptions().with_as_of_timestamp(at))
+        )
+        assert _answer(rs) == want, f"hudi-rs time travel to {at}"
