@@ -31,7 +31,7 @@ from evt_toolkit.storage.options import StorageOptions
 from evt_toolkit.table import guards
 from evt_toolkit.table.fs_view import FileSlice
 from evt_toolkit.table.guards import require_supported_merge
-from evt_toolkit.table.retention import check_readable_at
+from evt_toolkit.table.retention import check_readable_at, check_time_travel_settled
 from evt_toolkit.table.schema import arrow_schema_for, latest_avro_schema, with_meta_fields
 from evt_toolkit.table.table import Table
 from evt_toolkit.table.timeline import Timeline
@@ -221,7 +221,8 @@ def plan_query(
 
     Raises:
         ReadError: unknown query type, a bad instant, ``as_of`` with an incremental read, an incremental read of a
-            table without meta fields, or a state a clean removed (names the earliest readable instant).
+            table without meta fields, time travel at or after a write that has not completed (names it), or a
+            state a clean removed (names the earliest readable instant).
         UnsupportedTableError: a merging query of a table whose merge the toolkit does not apply (several
             ordering fields, a custom delete marker, a partial-update mode).
     """
@@ -240,6 +241,7 @@ def plan_query(
         raise ReadError(f"begin/end apply to incremental reads only, not to a {query_type} read")
     at = normalize_instant(as_of, "as_of") if as_of is not None else None
     if at is not None:
+        check_time_travel_settled(table.timeline, at, table.path)
         check_readable_at(table.timeline, table.view, at, table.path, "time travel")
     view = table.view
     if query_type == "read_optimized":

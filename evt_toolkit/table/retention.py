@@ -17,9 +17,9 @@ import posixpath
 from evt_toolkit.errors import EvtError, ReadError
 from evt_toolkit.format.names import BaseFileName, LogFileName
 from evt_toolkit.table.fs_view import FileGroup, FileSystemView
-from evt_toolkit.table.timeline import CLEAN, Timeline
+from evt_toolkit.table.timeline import CLEAN, COMMIT, DELTA_COMMIT, Timeline
 
-__all__ = ["check_readable_at", "earliest_retained"]
+__all__ = ["check_readable_at", "check_time_travel_settled", "earliest_retained"]
 
 
 def _slice_of(name: str) -> tuple[str, str] | None:
@@ -110,4 +110,32 @@ def check_readable_at(timeline: Timeline, view: FileSystemView, instant: str, wh
         raise ReadError(
             f"cannot answer the {what} at {instant} on {where}: a clean removed the files that state needs; the "
             f"earliest instant still readable is {bound} (earliest commit to retain)"
+        )
+
+
+def check_time_travel_settled(timeline: Timeline, instant: str, where: str) -> None:
+    """Refuse time travel at or after the first write that has not completed (``TimelineUtils.validateTimestampAsOf``).
+
+    Time travel is by requested time: once a write requested at ``W`` completes, every state as of ``W`` or later
+    holds its records. While it is pending (slow, or failed and not rolled back) an answer as of such an instant
+    would leave them out and change when it completes — on a 1.x table a write requested later may well have
+    completed before it. Hudi refuses; so does the toolkit, for snapshot and read-optimized time travel alike.
+    Pending compactions and clusterings do not count (they change no answer), nor do replacecommits, which the
+    toolkit takes for clusterings.
+
+    Args:
+        timeline: the loaded timeline.
+        instant: the normalized time-travel instant.
+        where: the table's URI, for the message.
+
+    Raises:
+        ReadError: naming the first pending write; roll it back or let it complete, or read as of an earlier instant.
+    """
+    pending = [i.time for i in timeline.instants if i.action in (COMMIT, DELTA_COMMIT) and not i.is_completed]
+    first = min(pending, default=None)
+    if first is not None and instant >= first:
+        raise ReadError(
+            f"cannot answer the time travel at {instant} on {where}: write {first} was requested at or before it and "
+            "has not completed, so the state as of that instant is not settled (its records count once it "
+            "completes); roll it back or let it complete, or read as of an instant before it"
         )
