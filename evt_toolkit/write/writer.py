@@ -297,6 +297,44 @@ def _check_slices_still_latest(table: Table, instant: str, fgs: list[FileGroupWr
             )
 
 
+def _check_new_buckets_still_free(table: Table, instant: str, fgs: list[FileGroupWrite]) -> None:
+    """Refuse to complete a write that created a bucket's file group when another file group of that bucket exists.
+
+    A write plans a new file group for a bucket that has none when it looks at the table; another write may do the
+    same before either completes. Both completing leaves two file groups for one bucket: a key both wrote is read
+    twice (the older version beside the newer), and the bucket index, which expects one file group per bucket,
+    routes to neither reliably. Looked at after this write's files exist: of two such writes, the one that looks
+    second sees the other's files (committed or not) and fails; both may fail, never both complete. A file group
+    counts when its files' instant is on the timeline (pending or completed) or predates it; files of rolled-back
+    writes do not.
+
+    Raises:
+        WriteError: naming the bucket, both file groups and the other instant; the write is left inflight (roll it
+            back and write again: the next attempt writes into the file group that is there).
+    """
+    new = [fg for fg in fgs if fg.is_new_file_group and not fg.creates_base_file]
+    if not new:
+        return
+    listing = list_partition_files(table.storage, sorted({fg.partition_path for fg in new}))
+    timeline = table.refresh().timeline
+    known = {i.time for i in timeline.instants}
+    files = [(bf.path.rsplit("/", 1)[0] if "/" in bf.path else "", bf.file_id, bf.instant) for bf in listing.base_files]
+    files += [(partition, lf.file_id, lf.instant) for partition, lf in listing.log_files]
+    for fg in new:
+        bucket = f"{fg.bucket:08d}"
+        for partition, file_id, other in sorted(files):
+            if partition != fg.partition_path or file_id[:8] != bucket or file_id == fg.file_id:
+                continue
+            if other not in known and not timeline.is_visible(other):
+                continue  # left by a rolled-back write
+            raise WriteError(
+                f"deltacommit {instant} of {table.storage.uri}: bucket {fg.bucket} of {fg.partition_path!r} had no "
+                f"file group when this write planned, and it created {fg.file_id}; meanwhile instant {other} "
+                f"created {file_id} for the same bucket, and two file groups for one bucket would hold a key twice; "
+                "the write was left inflight: roll it back and write again"
+            )
+
+
 def _check_no_later_compaction(table: Table, instant: str, fgs: list[FileGroupWrite]) -> None:
     """Refuse to complete a 1.x write when a compaction requested after its instant plans one of its file groups.
 
@@ -586,6 +624,8 @@ def write(
     for path in owned_files(storage, instant, [WRITE]):
         if path not in written:
             storage.delete_file(path)
+    if index.kind == BUCKET:
+        _check_new_buckets_still_free(table, instant, [fg for fg, _, _ in tasks])
     if not fmt.logs_named_by_deltacommit:
         _check_slices_still_latest(table, instant, [fg for fg, _, _ in tasks])
     else:
