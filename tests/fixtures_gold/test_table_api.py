@@ -83,7 +83,15 @@ def test_time_travel_equals_hudi_rs(name: str, instant: str) -> None:
     path = str(fixture_table_path(name).resolve())
     rs = hudi.HudiTableBuilder.from_base_uri(path).build()
     expected = pa.Table.from_batches(rs.read(hudi.HudiReadOptions().with_as_of_timestamp(instant)))
-    ours = evt.HudiTable.open(path).read(as_of=instant)
+    t = evt.HudiTable.open(path)
+    pending = [i.time for i in t.timeline.inflight_writes()]
+    if any(p <= instant for p in pending):
+        # Spark refuses time travel at or after a write that has not completed (validateTimestampAsOf); hudi-rs
+        # answers without it.
+        with pytest.raises(evt.ReadError, match=min(pending)):
+            t.read(as_of=instant)
+        return
+    ours = t.read(as_of=instant)
     if expected.num_rows == 0:
         assert ours.num_rows == 0
         return

@@ -128,6 +128,13 @@ def failed_write(t: evt.HudiTable, batch: pd.DataFrame | pa.Table, tasks_before_
     raise AssertionError("the write was expected to fail")
 
 
+def time_travel_unsettled(t: evt.HudiTable, at: str, exc: Exception) -> bool:
+    """Whether ``exc`` refused time travel at ``at`` because a write requested at or before it has not completed
+    (Hudi's ``validateTimestampAsOf``), and such a write is pending on the table's timeline."""
+    pending = [i.time for i in t.refresh().timeline.inflight_writes()]
+    return "is not settled" in str(exc) and any(p <= at for p in pending)
+
+
 def timeline_names(t: evt.HudiTable) -> set[str]:
     return {p.name for p in (Path(t.path) / ".hoodie").iterdir() if p.is_file()}
 
@@ -142,5 +149,6 @@ __all__: Sequence[str] = [
     "failed_write",
     "missing_live_files",
     "symlink_count",
+    "time_travel_unsettled",
     "timeline_names",
 ]
