@@ -297,6 +297,54 @@ def _check_slices_still_latest(table: Table, instant: str, fgs: list[FileGroupWr
             )
 
 
+def _bucket_files(table: Table, partitions: list[str]) -> list[tuple[str, str, str]]:
+    """``(partition, file id, name instant)`` of every base and log file of ``partitions``."""
+    listing = list_partition_files(table.storage, partitions)
+    out = [(bf.path.rsplit("/", 1)[0] if "/" in bf.path else "", bf.file_id, bf.instant) for bf in listing.base_files]
+    out += [(partition, lf.file_id, lf.instant) for partition, lf in listing.log_files]
+    return sorted(out)
+
+
+def _join_pending_buckets(table: Table, instant: str, fgs: list[FileGroupWrite]) -> list[FileGroupWrite]:
+    """Point a new bucket file group at the one a pending write already created for the bucket, if any.
+
+    The table's view shows committed file groups only, so a bucket whose only file group was created by a write that
+    has not completed (still running, or failed and not rolled back) looks empty. A new file group beside it would
+    give the bucket two file groups if that write completes (:func:`_check_new_buckets_still_free` refuses that). On
+    versions 8 and 9 logs are named by their own deltacommit, so this write joins that file group: if the other
+    write completes, both logs are in the one group; if it is rolled back, its files go and this write's stay. On
+    version 6 a log is named after its slice's base instant, the other write's, and would go with it: the write is
+    refused before anything is written.
+
+    Raises:
+        WriteError: version 6, a bucket whose file group a write that has not completed created.
+    """
+    new = [fg for fg in fgs if fg.is_new_file_group and not fg.creates_base_file]
+    if not new:
+        return fgs
+    timeline = table.timeline
+    pending = {i.time for i in timeline.instants if not i.is_completed}
+    taken: dict[tuple[str, str], tuple[str, str]] = {}  # (partition, bucket) -> (file id, instant)
+    for partition, file_id, other in _bucket_files(table, sorted({fg.partition_path for fg in new})):
+        if other in pending and other != instant:
+            taken.setdefault((partition, file_id[:8]), (file_id, other))
+    out = []
+    for fg in fgs:
+        found = taken.get((fg.partition_path, f"{fg.bucket:08d}")) if fg in new else None
+        if found is None:
+            out.append(fg)
+            continue
+        file_id, other = found
+        if not table.format.logs_named_by_deltacommit:
+            raise WriteError(
+                f"{table.storage.uri}: write {other}, which has not completed, created file group {file_id} for "
+                f"bucket {fg.bucket} of {fg.partition_path!r}; nothing was written: roll {other} back if it failed, "
+                "or let it complete, then write again"
+            )
+        out.append(dataclasses.replace(fg, file_id=file_id))
+    return out
+
+
 def _check_new_buckets_still_free(table: Table, instant: str, fgs: list[FileGroupWrite]) -> None:
     """Refuse to complete a write that created a bucket's file group when another file group of that bucket exists.
 
@@ -315,14 +363,12 @@ def _check_new_buckets_still_free(table: Table, instant: str, fgs: list[FileGrou
     new = [fg for fg in fgs if fg.is_new_file_group and not fg.creates_base_file]
     if not new:
         return
-    listing = list_partition_files(table.storage, sorted({fg.partition_path for fg in new}))
+    files = _bucket_files(table, sorted({fg.partition_path for fg in new}))
     timeline = table.refresh().timeline
     known = {i.time for i in timeline.instants}
-    files = [(bf.path.rsplit("/", 1)[0] if "/" in bf.path else "", bf.file_id, bf.instant) for bf in listing.base_files]
-    files += [(partition, lf.file_id, lf.instant) for partition, lf in listing.log_files]
     for fg in new:
         bucket = f"{fg.bucket:08d}"
-        for partition, file_id, other in sorted(files):
+        for partition, file_id, other in files:
             if partition != fg.partition_path or file_id[:8] != bucket or file_id == fg.file_id:
                 continue
             if other not in known and not timeline.is_visible(other):
@@ -556,6 +602,7 @@ def write(
             if fmt.logs_named_by_deltacommit:
                 # Each deltacommit opens new log files named after itself, from version 1 (HoodieWriteHandle, v8+).
                 fgs = [dataclasses.replace(fg, log_version=1, existing_log_files=()) for fg in fgs]
+            fgs = _join_pending_buckets(table, instant, fgs)
         else:
             upserts, deletes = prepare_batch(spec, batch, 1, ",".join(cfg.record_key_fields))
             slices = {(s.partition_path, s.file_id): (s.base_instant, s.base_file) for s in _existing_slices(table)}

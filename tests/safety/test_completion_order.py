@@ -322,42 +322,63 @@ def test_time_travel_at_or_after_a_pending_write_is_refused_until_it_completes(t
 
 
 @pytest.mark.parametrize("version", [6, 9])
-def test_two_writes_creating_the_same_bucket_leave_one_file_group(tmp_path: Path, version: int) -> None:
+@pytest.mark.parametrize("pause", ["requested", "logs"])
+def test_two_writes_creating_the_same_bucket_leave_one_file_group(tmp_path: Path, version: int, pause: str) -> None:
     """Two writes into a bucket that has no file group yet, overlapping: ``W1`` plans a new file group for it and
-    pauses before its tasks; ``W2`` plans another one (the table has none yet) and completes. Completing ``W1`` too
-    left two file groups for one bucket: a key both wrote is in the table twice (``W1``'s stale version beside
-    ``W2``'s), and the bucket index, which expects one file group per bucket, cannot route to either. One of the two
-    must be refused (left inflight, the table reading as the other one left it); rolled back and written again, it
-    goes to the surviving file group."""
+    pauses before its tasks (or after its logs); ``W2`` looks at the table, where the bucket has no committed file
+    group, and completes. ``W2`` creating a file group of its own and ``W1`` completing too left two file groups for
+    one bucket: a key both wrote is in the table twice (``W1``'s older version beside ``W2``'s). One file group must
+    be left: ``W2`` joins the file group ``W1`` created when it sees it (versions 8 and 9: logs are named by their own
+    deltacommit), or one of the two is refused — ``W2`` before writing anything, or ``W1`` left inflight, to be
+    rolled back and written again."""
     t = create(tmp_path / "t", "commit_time", buckets=1, table_version=version)
     t.write(rows([1], 1, 10))  # region r1 only: region r0 has no file group
     other = evt.HudiTable.open(t.path)
     w1, w2 = rows([0, 2], 2, 20), rows([0, 4], 3, 30)
     history: list[tuple[str, pd.DataFrame]] = [("upsert", rows([1], 1, 10))]
-    seen: list[str] = []
+    seen: list[str | EvtError] = []
+
+    def second() -> None:
+        before = sorted(p.relative_to(t.path).as_posix() for p in Path(t.path).rglob("*") if p.is_file())
+        try:
+            seen.append(other.refresh().write(w2))
+        except WriteError as exc:
+            after = sorted(p.relative_to(t.path).as_posix() for p in Path(t.path).rglob("*") if p.is_file())
+            assert after == before, f"a write refused before writing changed the table: {exc}"
+            seen.append(exc)
 
     def executor(spec: Any, tasks: Any) -> Any:
-        seen.append(other.refresh().write(w2))
-        return writer_module.local_executor(spec, tasks)
+        if pause == "requested":
+            second()
+        out = writer_module.local_executor(spec, tasks)
+        if pause == "logs":
+            second()
+        return out
 
     try:
         w1_instant = t.write(w1, executor=executor)
     except WriteError as exc:
         w1_instant = None
         refused = exc
-    history.append(("upsert", w2))
+    if pause == "logs":
+        # W2 saw W1's file group: on 1.x it joins it and both complete; on version 6 it is refused at once.
+        assert w1_instant is not None, refused
+        assert isinstance(seen[0], str) == (version != 6), seen
     if w1_instant is not None:
-        history.insert(1, ("upsert", w1))  # requested first: replayed first
-    else:
+        history.append(("upsert", w1))
+    if isinstance(seen[0], str):
+        history.append(("upsert", w2))
+    if w1_instant is None:
         failed = str(refused).split()[1]
-        assert failed < seen[0], refused
         _check(t, _model(history, "commit_time"), "the first write refused")
         t.rollback(failed)
         t.write(w1)
         history.append(("upsert", w1))
-    groups = {
-        s.file_id for s in evt.HudiTable.open(t.path).view.latest_file_slices() if s.partition_path == "region=r0"
-    }
+    if not isinstance(seen[0], str):
+        t.write(w2)
+        history.append(("upsert", w2))
+    slices = evt.HudiTable.open(t.path).view.latest_file_slices()
+    groups = {s.file_id for s in slices if s.partition_path == "region=r0"}
     assert len(groups) == 1, f"one bucket, {len(groups)} file groups: {sorted(groups)}"
     ours = evt.HudiTable.open(t.path).read(columns=["_hoodie_record_key"])["_hoodie_record_key"].to_pylist()
     assert len(ours) == len(set(ours)), f"a key twice: {sorted(ours)}"
