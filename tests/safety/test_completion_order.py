@@ -14,6 +14,9 @@ through another handle of the table:
   compaction scheduled and run (or only scheduled) in between — on tables the toolkit creates (both link modes,
   both orderings, full and event-time plans) and on a copy of a stock v9 table with a metadata table;
 * a write paused after its ``requested`` file or after its logs, while a schedule is attempted;
+* time travel while a write requested before a completed one is still pending;
+* two writes creating the file group of one bucket;
+* the same race through a Spark DataFrame write and a compaction run on Spark;
 
 Checked: our snapshot and hudi-rs's (through the metadata table where there is one) equal a plain model of what was
 committed, replayed in requested order; an operation refused in such a state raises an ``EvtError`` and leaves the
@@ -383,3 +386,59 @@ def test_two_writes_creating_the_same_bucket_leave_one_file_group(tmp_path: Path
     ours = evt.HudiTable.open(t.path).read(columns=["_hoodie_record_key"])["_hoodie_record_key"].to_pylist()
     assert len(ours) == len(set(ours)), f"a key twice: {sorted(ours)}"
     _check(t, _model(history, "commit_time"), "after both writes")
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("pause", ["instant", "logs"])
+def test_the_race_through_spark_writes_and_a_compaction_run_on_spark(tmp_path: Path, spark: Any, pause: str) -> None:
+    """A Spark DataFrame write (keyed and written by Spark tasks) paused after taking its instant, while an event-time
+    compaction is scheduled and run on Spark: the write must not complete with its logs before the links (refused,
+    rolled back, written again through Spark). Paused after its logs instead (requested before the schedule, which
+    is then refused), it completes and the compaction, scheduled and run on Spark afterwards, changes no answer."""
+    from evt_toolkit.spark.executor import write_dataframe
+
+    t, history = _table(tmp_path, 9, "commit_time")
+    other = evt.HudiTable.open(t.path)
+    before = _model(history, "commit_time")
+    w = rows(range(3), 4, 50)
+    w["v"] = [7.0, 8.0, 9.0]
+
+    def compaction() -> str:
+        c = other.refresh().compaction.schedule(_strategy("event"), link_mode="copy")
+        assert c is not None
+        other.refresh().compaction.run(c.instant, spark=spark)
+        return c.instant
+
+    if pause == "instant":
+        with _between_instant_and_requested(compaction) as raced, pytest.raises(WriteError) as info:
+            write_dataframe(t, spark.createDataFrame(w), "upsert")
+        assert raced[0] in str(info.value) and isinstance(raced[1], str), raced
+        _check(t, before, "the Spark write refused")
+        t.rollback(raced[0])
+        write_dataframe(t.refresh(), spark.createDataFrame(w), "upsert")
+    else:
+        refused: list[EvtError] = []
+        real = writer_module.write
+
+        def paused(table: Any, data: Any, *args: Any, executor: Any = None, **kwargs: Any) -> str:
+            def run(spec: Any, tasks: Any) -> Any:
+                out = executor(spec, tasks)
+                try:
+                    compaction()
+                except PendingTableServiceError as exc:
+                    refused.append(exc)
+                return out
+
+            return real(table, data, *args, executor=run, **kwargs)
+
+        import evt_toolkit.spark.executor as spark_executor_module
+
+        spark_executor_module.write = paused  # type: ignore[assignment]
+        try:
+            instant = write_dataframe(t, spark.createDataFrame(w), "upsert")
+        finally:
+            spark_executor_module.write = real
+        assert refused and instant in str(refused[0]), refused
+        compaction()
+    history.append(("upsert", w))
+    _check(t, _model(history, "commit_time"), "after the Spark write went in")
