@@ -306,42 +306,28 @@ def _bucket_files(table: Table, partitions: list[str]) -> list[tuple[str, str, s
 
 
 def _join_pending_buckets(table: Table, instant: str, fgs: list[FileGroupWrite]) -> list[FileGroupWrite]:
-    """Point a new bucket file group at the one a pending write already created for the bucket, if any.
+    """Versions 8 and 9: point a new bucket file group at the one a pending write already created for the bucket.
 
     The table's view shows committed file groups only, so a bucket whose only file group was created by a write that
     has not completed (still running, or failed and not rolled back) looks empty. A new file group beside it would
-    give the bucket two file groups if that write completes (:func:`_check_new_buckets_still_free` refuses that). On
-    versions 8 and 9 logs are named by their own deltacommit, so this write joins that file group: if the other
-    write completes, both logs are in the one group; if it is rolled back, its files go and this write's stay. On
-    version 6 a log is named after its slice's base instant, the other write's, and would go with it: the write is
-    refused before anything is written.
-
-    Raises:
-        WriteError: version 6, a bucket whose file group a write that has not completed created.
+    give the bucket two file groups if that write completes (:func:`_check_new_buckets_still_free` refuses that).
+    1.x logs are named by their own deltacommit, so this write joins that file group instead: if the other write
+    completes, both logs are in the one group; if it is rolled back, its files go and this write's stay. A version-6
+    log is named after its slice's base instant — the other write's — and would go with it: there the new file group
+    stays, and the check after the logs refuses whichever of the two sees the other's completed.
     """
     new = [fg for fg in fgs if fg.is_new_file_group and not fg.creates_base_file]
-    if not new:
+    if not new or not table.format.logs_named_by_deltacommit:
         return fgs
-    timeline = table.timeline
-    pending = {i.time for i in timeline.instants if not i.is_completed}
-    taken: dict[tuple[str, str], tuple[str, str]] = {}  # (partition, bucket) -> (file id, instant)
+    pending = {i.time for i in table.timeline.instants if not i.is_completed}
+    taken: dict[tuple[str, str], str] = {}  # (partition, bucket) -> file id
     for partition, file_id, other in _bucket_files(table, sorted({fg.partition_path for fg in new})):
         if other in pending and other != instant:
-            taken.setdefault((partition, file_id[:8]), (file_id, other))
+            taken.setdefault((partition, file_id[:8]), file_id)
     out = []
     for fg in fgs:
-        found = taken.get((fg.partition_path, f"{fg.bucket:08d}")) if fg in new else None
-        if found is None:
-            out.append(fg)
-            continue
-        file_id, other = found
-        if not table.format.logs_named_by_deltacommit:
-            raise WriteError(
-                f"{table.storage.uri}: write {other}, which has not completed, created file group {file_id} for "
-                f"bucket {fg.bucket} of {fg.partition_path!r}; nothing was written: roll {other} back if it failed, "
-                "or let it complete, then write again"
-            )
-        out.append(dataclasses.replace(fg, file_id=file_id))
+        joined = taken.get((fg.partition_path, f"{fg.bucket:08d}")) if fg in new else None
+        out.append(fg if joined is None else dataclasses.replace(fg, file_id=joined))
     return out
 
 
@@ -351,10 +337,13 @@ def _check_new_buckets_still_free(table: Table, instant: str, fgs: list[FileGrou
     A write plans a new file group for a bucket that has none when it looks at the table; another write may do the
     same before either completes. Both completing leaves two file groups for one bucket: a key both wrote is read
     twice (the older version beside the newer), and the bucket index, which expects one file group per bucket,
-    routes to neither reliably. Looked at after this write's files exist: of two such writes, the one that looks
-    second sees the other's files (committed or not) and fails; both may fail, never both complete. A file group
-    counts when its files' instant is on the timeline (pending or completed) or predates it; files of rolled-back
-    writes do not.
+    routes to neither reliably. Looked at after this write's files exist. On versions 8 and 9 another file group
+    counts when its files' instant is on the timeline (pending or completed) or predates it: of two such writes the
+    one that looks second sees the other's files and fails; both may fail, never both complete (a write that sees a
+    pending one's file group when it plans joins it instead, :func:`_join_pending_buckets`). On version 6 only a
+    completed (or archived) one counts, so that a failed write left pending does not block the bucket: the write
+    that looks after the other completed fails; two that both look while the other is still pending both complete
+    (a window of milliseconds the version-6 naming leaves open). Files of rolled-back writes never count.
 
     Raises:
         WriteError: naming the bucket, both file groups and the other instant; the write is left inflight (roll it
@@ -364,6 +353,7 @@ def _check_new_buckets_still_free(table: Table, instant: str, fgs: list[FileGrou
     if not new:
         return
     files = _bucket_files(table, sorted({fg.partition_path for fg in new}))
+    joinable = table.format.logs_named_by_deltacommit
     timeline = table.refresh().timeline
     known = {i.time for i in timeline.instants}
     for fg in new:
@@ -371,8 +361,11 @@ def _check_new_buckets_still_free(table: Table, instant: str, fgs: list[FileGrou
         for partition, file_id, other in files:
             if partition != fg.partition_path or file_id[:8] != bucket or file_id == fg.file_id:
                 continue
-            if other not in known and not timeline.is_visible(other):
-                continue  # left by a rolled-back write
+            if not timeline.is_visible(other) and (not joinable or other not in known):
+                # Left by a rolled-back write; on version 6, a write that has not completed (one that failed and
+                # is not rolled back must not block the bucket): of two racing writes, the one that looks after the
+                # other completed fails.
+                continue
             raise WriteError(
                 f"deltacommit {instant} of {table.storage.uri}: bucket {fg.bucket} of {fg.partition_path!r} had no "
                 f"file group when this write planned, and it created {fg.file_id}; meanwhile instant {other} "

@@ -3,9 +3,10 @@
 A write is paused between two of its storage steps — after taking its instant (before its ``requested`` file), after
 its ``requested``/``inflight`` files, or after its logs — and while it is paused other operations run through another
 handle of the table: writes that complete first (requested later, completed earlier), compaction schedules
-(event-time and full, copy and symlink links, made at schedule or execute time) and runs, cleans, failed writes and
-rollbacks of earlier failed writes. Then the paused write goes on, completes or is refused (and is rolled back at
-once or later). Between such steps plain writes, failed writes, schedules, runs, cleans and rollbacks run in turn.
+(event-time and full, copy and symlink links, made at schedule or execute time) and runs, cleans, failed writes,
+rollbacks of earlier failed writes and of the last write (by requested or by completion time). Then the paused write
+goes on, completes or is refused (and is rolled back at once or later). Between such steps plain writes, failed
+writes, schedules, runs, cleans and rollbacks run in turn.
 
 The model: the committed writes replayed in *requested* order (Hudi 1.x replays a slice's logs by the instant in
 their names), with :class:`tests.oracle.Oracle`'s merge rules. After every step:
@@ -45,7 +46,14 @@ import evt_toolkit as evt
 import evt_toolkit.write.writer as writer_module
 from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
 from evt_toolkit.compaction.strategy import UnBoundedCompactionStrategy
-from evt_toolkit.errors import EvtError, PendingTableServiceError, PlanValidationError, ReadError, WriteError
+from evt_toolkit.errors import (
+    EvtError,
+    PendingTableServiceError,
+    PlanValidationError,
+    ReadError,
+    RollbackError,
+    WriteError,
+)
 from tests.oracle import Oracle
 from tests.services import failed_write, missing_live_files, visible_dangling_symlinks
 from tests.tables import BASE, create
@@ -154,6 +162,22 @@ class Sequence:
             t.refresh().rollback(f)
             self.failed.remove(f)
 
+    def roll_back_the_last(self, t: evt.HudiTable) -> None:
+        """The rollback of the last completed write by requested time (which may have completed before an earlier
+        requested one) or by completion time (refused when a write was requested after it)."""
+        done = [i for i in t.refresh().timeline.completed_commits() if i.action == "deltacommit"]
+        if not done:
+            return
+        by = self.rng.choice(["requested", "completion"])
+        target = max(done, key=lambda i: (i.completion_time or i.time) if by == "completion" else i.time).time
+        try:
+            t.rollback(target)
+        except RollbackError:
+            later = [i for i in t.refresh().timeline.instants if i.time > target]
+            assert later, f"the rollback of {target}, the last write, was refused"
+            return
+        del self.committed[target]
+
     def schedule(self, t: evt.HudiTable) -> None:
         strategy = (
             UnBoundedCompactionStrategy()
@@ -190,6 +214,7 @@ class Sequence:
             "write": self.write,
             "failed-write": self.fail_a_write,
             "rollback": self.roll_back_failed,
+            "rollback-last": self.roll_back_the_last,
             "schedule": self.schedule,
             "run": self.run,
             "clean": self.clean,
@@ -198,7 +223,9 @@ class Sequence:
     def overlapped_write(self) -> None:
         """A write paused at ``pause`` while other operations run through the other handle."""
         pause = self.rng.choice(["instant", "requested", "logs"])
-        names = self.rng.choices(["write", "schedule", "run", "clean", "failed-write", "rollback"], k=3)
+        names = self.rng.choices(
+            ["write", "schedule", "run", "clean", "failed-write", "rollback", "rollback-last"], k=3
+        )
         if pause == "instant" and "schedule" not in names:
             names[0] = "schedule"
         self.steps.append(f"overlap@{pause}[{','.join(names)}]")
@@ -254,7 +281,8 @@ class Sequence:
 
     def step(self) -> None:
         name = self.rng.choice(
-            ["overlap"] * 4 + ["write", "write", "failed-write", "rollback", "schedule", "run", "clean"]
+            ["overlap"] * 4
+            + ["write", "write", "failed-write", "rollback", "rollback-last", "schedule", "run", "clean"]
         )
         if name == "overlap":
             self.overlapped_write()
@@ -306,7 +334,12 @@ class Sequence:
             assert first_pending is None or at < first_pending, f"as of {at}, after pending {first_pending}, {where}"
             want = self.model(at)
             assert _answer(got) == want, f"time travel to {at}, {where}"
-            assert _answer(_rs(t.path, as_of=at)) == want, f"hudi-rs time travel to {at}, {where}"
+            try:
+                theirs = _answer(_rs(t.path, as_of=at))
+            except Exception as exc:  # hudi-rs finds no schema as of a time before every completed commit
+                assert not want and "No completed commit" in str(exc), f"hudi-rs as of {at}: {exc}, {where}"
+                continue
+            assert theirs == want, f"hudi-rs time travel to {at}, {where}"
 
     def check_windows(self, t: evt.HudiTable, where: str) -> None:
         commits = [i for i in t.timeline.completed_commits() if i.action == "deltacommit"]
