@@ -1,0 +1,88 @@
+"""Long-lived handles on one table: what a handle (or the process) remembers must never outlive the files it describes.
+
+A notebook keeps a ``HudiTable`` open for hours while other handles, processes and the ``evt`` command write,
+schedule, run, unschedule, roll back, repair and clean the same table. Every mutating operation loads the timeline and
+lists the table again first, but some facts are kept longer: the per-log event-time facts the preview and the
+schedule read are cached for the whole process, keyed by the log's name and size.
+
+* **A log re-created under its name** (table version 6). A v6 log is named after its slice and one version past the
+  slice's newest log, so once a rollback deleted a write's log, the next write into that slice takes the very same
+  name — and a retried batch of the same shape the very same size. Facts cached from the rolled-back write (its
+  instant, its min event time) were served for the new log: the preview reported a committed log as a failed write's
+  blocks, and the schedule left it out (a committed log with events at or below T planned as nothing to compact).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import evt_toolkit as evt
+from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
+from tests.normalize import assert_same_rows
+from tests.services import failed_write
+from tests.tables import BASE, rows
+
+COLS = ["id", "region", "ts", "ev", "v"]
+
+
+def _table(root: Path, version: int) -> evt.HudiTable:
+    t = evt.HudiTable.create(
+        root / "t",
+        "s",
+        "id",
+        partition_by="region",
+        ordering_field="ts",
+        event_time_field="ev",
+        buckets=1,
+        merge_mode="event_time",
+        table_version=version,
+    )
+    t.write(rows(range(6), 10, 100))
+    return t
+
+
+@pytest.mark.parametrize("version", [6, 9])
+@pytest.mark.parametrize("how", ["failed_write", "last_write"])
+def test_a_log_written_again_under_a_rolled_back_writes_name_is_planned_from_its_own_facts(
+    tmp_path: Path, version: int, how: str
+) -> None:
+    """A long-lived handle previews while a write's log is on storage; the write is rolled back and the same batch
+    written again (on version 6: the same log name, the same size). A fresh handle's preview and schedule must see
+    the new, committed log with its own event times and plan it; the snapshot never changes."""
+    t = _table(tmp_path, version)
+    # The table's own event-time field is taken from write stats (never cached); the ordering field as the event
+    # time is scanned from the logs and cached per log, as is any log written by a write that has not completed.
+    if how == "failed_write":
+        strategy = EventTimeBasedCompactionStrategy(threshold=BASE + 75)  # the first log (100) stays above T
+        batch = rows([0, 2, 4], 2, 50)
+        target = failed_write(t, batch)
+    else:
+        strategy = EventTimeBasedCompactionStrategy(threshold=7, event_time_field="ts")  # the first log (10) above T
+        batch = rows([0, 2, 4], 5, 50)
+        target = t.write(rows([0, 2, 4], 9, 50))  # 9: above T, then rolled back
+    notebook = evt.HudiTable.open(t.path)
+    shown = notebook.compaction.preview(strategy)  # the long-lived handle looks (and the process remembers)
+    assert shown.summary.logs_compacted == 0
+    t.rollback(target)
+    t.write(batch)  # the same shape again: on version 6 the same log name and size
+    expected = t.read()
+
+    fresh = evt.HudiTable.open(t.path)
+    p = fresh.compaction.preview(strategy)
+    assert p.summary.freshness_blockers == (), p.summary.freshness_blockers
+    # Region r0's slice: the first log (above T) is forced in before the written-again one (at or below T).
+    assert p.summary.logs_compacted == 2, p.summary
+    c = fresh.compaction.schedule(strategy)
+    assert c is not None, "a committed log with events at or below T was planned as nothing to compact"
+    assert sum(len(op.delta_files) for op in c.plan.operations) == 2, c.plan.operations
+    fresh.compaction.run(c)
+    now = evt.HudiTable.open(t.path)
+    assert_same_rows(now.read(), expected, COLS, "snapshot after the compaction")
+    snap = {r["id"]: r for r in now.read(columns=COLS).to_pylist()}
+    ro = {r["id"]: r for r in now.read("read_optimized", columns=COLS).to_pylist()}
+    assert {k: ro.get(k) for k in (0, 2, 4)} == {k: snap[k] for k in (0, 2, 4)}, "the region's logs are all compacted"
+    # The long-lived handle, refreshed, previews what a fresh one does: nothing left at or below T.
+    again = notebook.refresh().compaction.preview(strategy)
+    assert again.summary.logs_compacted == 0 and again.summary.freshness_blockers == (), again.summary
