@@ -9,7 +9,10 @@ the file, one GET per commit instead of one per log (on S3 the difference betwee
 logs). Facts read from files are cached per log file (table, path, size, field, unit) in a module-level LRU: a log
 file only grows, and a grown file has a new size, so a scan happens once per file state. Whether a block is
 committed is *not* cached — it is re-read from the current timeline on every call, because a deltacommit completing
-does not change the file.
+does not change the file. A name and size can come back with other contents, though: on version 6 the next write
+into a slice takes the name (and, with a batch of the same shape, the size) of a log a rollback deleted. So only
+facts whose every block counts on the timeline are kept, and a hit with a block that no longer counts is read again
+(:func:`_all_visible`).
 
 Example:
     >>> import evt_toolkit as evt
@@ -92,6 +95,19 @@ def _cache_put(key: _CacheKey, value: tuple[BlockFacts, ...]) -> None:
 
 def _is_committed(timeline: Timeline, instant: str | None) -> bool:
     return instant is not None and timeline.is_visible(instant)
+
+
+def _all_visible(blocks: Iterable[BlockFacts], timeline: Timeline) -> bool:
+    """Whether every data and delete block was written by an instant ``timeline`` counts: the only facts the cache
+    keeps, and the only ones it gives back.
+
+    A log's name and size do not tell its contents apart. On version 6 a log is named after its slice and one version
+    past the slice's newest log, so once a rollback deleted a write's log the next write into the slice takes the same
+    name, and a batch of the same shape the same size. The deleted log was written by an instant that has not
+    completed (a failed write) or no longer counts (a rolled-back one); the log written again, by one that counts. So
+    facts with a block of an instant that does not count are neither kept nor taken: such a log is read again.
+    """
+    return all(b.block_type not in _WRITE_BLOCKS or _is_committed(timeline, b.instant) for b in blocks)
 
 
 def max_ingested_event_time(table: Table) -> int | None:
@@ -281,7 +297,7 @@ def _gather(table: Table, event_time_field: str | None, unit: EpochUnit | None, 
             key: _CacheKey = (table.path, lf.path, lf.size, field, unit)
             keys[(s.partition_path, lf.name)] = key
             hit = _cache_get(key)
-            if hit is None:
+            if hit is None or not _all_visible(hit, timeline):
                 wanted[(s.partition_path, lf.name)] = lf
             else:
                 resolved[(s.partition_path, lf.name)] = hit
@@ -309,7 +325,8 @@ def _gather(table: Table, event_time_field: str | None, unit: EpochUnit | None, 
         for k in wanted:
             blocks = tuple(loaded.get(k, ()))
             resolved[k] = blocks
-            _cache_put(keys[k], blocks)
+            if _all_visible(blocks, timeline):
+                _cache_put(keys[k], blocks)
     max_index = log_event_time_index(timeline, "maxEventTime") if field else {}
     return _Gathered(merged, pending, resolved, timeline, max_index)
 
