@@ -10,6 +10,10 @@ schedule read are cached for the whole process, keyed by the log's name and size
   name — and a retried batch of the same shape the very same size. Facts cached from the rolled-back write (its
   instant, its min event time) were served for the new log: the preview reported a committed log as a failed write's
   blocks, and the schedule left it out (a committed log with events at or below T planned as nothing to compact).
+* **The compaction runner's Schedule** (``CompactionRunnerModel``, the notebook's widget) took the RO freshness
+  "before" from its handle's cached listing, then scheduled on the table as it is. After another handle rolled back
+  a write, the button failed with "file not found" for the rolled-back log; after other writes it showed the
+  freshness of a table that was gone beside a plan made on the current one.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import pytest
 
 import evt_toolkit as evt
 from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
+from evt_toolkit.widgets.models import CompactionRunnerModel, ThresholdPreviewModel
 from tests.normalize import assert_same_rows
 from tests.services import failed_write
 from tests.tables import BASE, rows
@@ -86,3 +91,32 @@ def test_a_log_written_again_under_a_rolled_back_writes_name_is_planned_from_its
     # The long-lived handle, refreshed, previews what a fresh one does: nothing left at or below T.
     again = notebook.refresh().compaction.preview(strategy)
     assert again.summary.logs_compacted == 0 and again.summary.freshness_blockers == (), again.summary
+
+
+@pytest.mark.parametrize("version", [6, 9])
+@pytest.mark.parametrize("change", ["rollback", "write"])
+def test_the_runner_schedules_on_the_table_as_it_is(tmp_path: Path, version: int, change: str) -> None:
+    """A notebook built a threshold preview and a runner on its handle and looked at the freshness; another handle
+    then rolled back the last write (its log deleted) or wrote late data. Schedule must plan the table as it is and
+    report the freshness the table has right before the plan, as a fresh handle reads it."""
+    t = _table(tmp_path, version)
+    t.write(rows(range(6), 20, 300))
+    c = t.compaction.schedule(EventTimeBasedCompactionStrategy(threshold=BASE + 200))
+    assert c is not None
+    t.compaction.run(c)
+    last = t.write(rows([0, 2], 30, 50))  # late: lowers the freshness
+    notebook = evt.HudiTable.open(t.path)
+    runner = CompactionRunnerModel(notebook, ThresholdPreviewModel(notebook, threshold=BASE + 400))
+    assert notebook.ro_freshness().threshold_ms == BASE + 49  # what the notebook showed
+    if change == "rollback":
+        t.rollback(last)
+    else:
+        t.write(rows([1, 3], 40, 20))
+    now = evt.HudiTable.open(t.path).ro_freshness()
+    scheduled = runner.schedule()
+    assert runner.last_error is None, runner.last_error
+    assert scheduled is not None and runner.state == "scheduled"
+    assert runner.freshness_before is not None
+    assert runner.freshness_before.threshold_ms == now.threshold_ms, (runner.freshness_before, now)
+    runner.run()
+    assert runner.state == "done" and runner.check is not None and runner.check.ok, runner.last_error
