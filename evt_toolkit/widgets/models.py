@@ -878,7 +878,8 @@ class ThresholdPreviewModel:
         if slices is None:
             assert table is not None
             field_name = event_time_field or table.config.event_time_field
-            slices = slice_set(table, field_name)
+            # The table as it is now (as the other views read it), not the listing the handle cached earlier.
+            slices = slice_set(table.refresh(), field_name)
         if pending_table_services is None and table is not None:
             tl = table.timeline
             pending_table_services = tuple(
@@ -1443,7 +1444,9 @@ class CompactionRunnerModel:
         self.progress_events = []
         try:
             strategy = self.strategy()
-            self.freshness_before = self.table.ro_freshness()
+            # The schedule plans the table as it is; "before" must describe that table too, not the listing this
+            # handle cached while the notebook sat open (its logs may be rolled back or cleaned since).
+            self.freshness_before = self.table.refresh().ro_freshness()
             c = self.table.compaction.schedule(strategy, link_mode=self.link_mode, link_timing=self.link_timing)
         except EvtError as exc:
             self._fail(exc, "idle")
