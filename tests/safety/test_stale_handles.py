@@ -20,16 +20,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 import evt_toolkit as evt
 from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
 from evt_toolkit.widgets.models import CompactionRunnerModel, ThresholdPreviewModel
+from tests.conftest import SKIP_NO_SHARED
+from tests.mdt.mdt_helpers import copy_fixture, rs_read
 from tests.normalize import assert_same_rows
 from tests.services import failed_write
 from tests.tables import BASE, rows
 
 COLS = ["id", "region", "ts", "ev", "v"]
+_TXN_COLS = ["txn_id", "txn_ts", "merchant_name", "region"]
+_SIMPLE = {"hoodie.index.type": "SIMPLE"}
 
 
 def _table(root: Path, version: int) -> evt.HudiTable:
@@ -120,3 +126,34 @@ def test_the_runner_schedules_on_the_table_as_it_is(tmp_path: Path, version: int
     assert runner.freshness_before.threshold_ms == now.threshold_ms, (runner.freshness_before, now)
     runner.run()
     assert runner.state == "done" and runner.check is not None and runner.check.ok, runner.last_error
+
+
+@SKIP_NO_SHARED
+@pytest.mark.parametrize("refreshed", [False, True])
+def test_a_handle_opened_before_another_disabled_the_metadata_table_writes(tmp_path: Path, refreshed: bool) -> None:
+    """A notebook opened a stock version-9 table with a metadata table; another handle wrote (dropping the index
+    partitions the toolkit does not maintain) and disabled the metadata table, as the refusal message advises. The
+    first handle — refreshed or not — must then write like any other: its ``hoodie.properties`` is the table's, not
+    the one it read when it was opened (which still lists the metadata partitions of a folder that is gone)."""
+    path = copy_fixture("mor_v9_txns_simple_meta", tmp_path)
+    notebook = evt.HudiTable.open(path)
+    other = evt.HudiTable.open(path)
+    before = {r["txn_id"]: r for r in other.read(columns=_TXN_COLS).to_pylist()}
+    snap = other.read()
+    first = snap.select([c for c in snap.column_names if not c.startswith("_hoodie")]).slice(0, 2)
+    other.write(first, options=_SIMPLE)  # the first write drops column_stats, record_index, ... from the properties
+    other.metadata_table.disable(dry_run=False)
+    assert not other.metadata_table.exists()
+    if refreshed:
+        notebook.refresh()
+    batch = first.set_column(
+        first.schema.get_field_index("merchant_name"), "merchant_name", pa.array(["stale-1", "stale-2"])
+    ).set_column(first.schema.get_field_index("txn_ts"), "txn_ts", pc.add(first["txn_ts"], pa.scalar(1, pa.int64())))
+    notebook.write(batch, options=_SIMPLE)
+    expected = dict(before)
+    for r in batch.select(_TXN_COLS).to_pylist():
+        expected[r["txn_id"]] = r
+    want = pa.Table.from_pylist(list(expected.values()))
+    assert_same_rows(evt.HudiTable.open(path).read(columns=_TXN_COLS), want, _TXN_COLS, "ours after the write")
+    assert_same_rows(rs_read(path).select(_TXN_COLS), want, _TXN_COLS, "hudi-rs after the write")
+    assert not notebook.metadata_table.exists()
