@@ -51,7 +51,7 @@ class Table:
 
     def __init__(self, storage: TableStorage, config: TableConfig) -> None:
         self.storage = storage
-        self.config = config
+        self._config: TableConfig | None = config
         self._timeline: Timeline | None = None
         self._view: FileSystemView | None = None
 
@@ -77,11 +77,31 @@ class Table:
 
     # -- state ----------------------------------------------------------------------------------------
     def refresh(self) -> Self:
-        """Forget the loaded timeline and listing (after another writer changed the table)."""
+        """Forget the loaded ``hoodie.properties``, timeline and listing (after another writer changed the table)."""
+        self._config = None
         self._timeline = None
         self._view = None
         self.storage.clear_cache()
         return self
+
+    @property
+    def config(self) -> TableConfig:
+        """``hoodie.properties``, typed; read again after :meth:`refresh`.
+
+        Other writers change it too: disabling the metadata table clears its partitions, a write drops the index
+        partitions the toolkit does not maintain. A handle that kept the properties it read when it was opened
+        judged the table by a metadata table that was gone (and refused every write), even once refreshed.
+
+        Raises:
+            TableConfigError: the file is missing or invalid.
+        """
+        if self._config is None:
+            self._config = load_table_config(self.storage)
+        return self._config
+
+    @config.setter
+    def config(self, value: TableConfig) -> None:
+        self._config = value
 
     @property
     def path(self) -> str:
