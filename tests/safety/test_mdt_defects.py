@@ -50,3 +50,25 @@ def test_a_write_already_compacted_into_the_metadata_table_is_not_rolled_back(tm
         t.rollback(last)
     assert tree(path) == before, "refused before anything changed"
     assert mdt_files(path) == committed_files(path)
+
+
+@SKIP_NO_SHARED
+def test_the_way_out_a_refusal_names_is_a_command_that_runs(tmp_path: Path) -> None:
+    """A write refused for a metadata table the toolkit cannot keep consistent says how out: the ``evt`` command it
+    names must be one the command line takes, and do it (it named ``--apply``, a flag ``evt metadata disable`` does
+    not have: the operator following the message got a usage error)."""
+    import re
+
+    from evt_toolkit.cli.app import main as evt_main
+    from tests.mdt.mdt_helpers import copy_fixture
+
+    path = copy_fixture("mor_v9_mor_nonpart_3commits", tmp_path)
+    t = evt.HudiTable.open(path)
+    batch = t.read().select([c for c in t.read().column_names if not c.startswith("_hoodie_")]).slice(0, 1)
+    with pytest.raises(evt.UnsupportedTableError) as refused:
+        t.write(batch, options={"hoodie.index.type": "SIMPLE"})
+    advised = re.search(r"`evt ([^`]+)`", str(refused.value))
+    assert advised is not None, refused.value
+    words = advised.group(1).split()
+    assert evt_main([*words[:2], str(path), *words[2:]]) == 0, f"evt {advised.group(1)} failed"
+    assert not evt.HudiTable.open(path).metadata_table.exists()
