@@ -167,7 +167,7 @@ def require_writable(
             f"cannot {operation} on {where}: it has a metadata table ({METADATA_FOLDER}; partitions: {parts}) that "
             f"this toolkit cannot keep consistent ({why}), so stock readers listing files through it would miss or "
             "look for the wrong files. Disable it the way Hudi does — t.metadata_table.disable(dry_run=False) or "
-            "`evt metadata disable --apply` — and let a stock writer with hoodie.metadata.enable=true rebuild it later"
+            "`evt metadata disable --yes` — and let a stock writer with hoodie.metadata.enable=true rebuild it later"
         )
 
 
