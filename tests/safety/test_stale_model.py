@@ -19,7 +19,8 @@ so it keeps its timeline, listing, listed sizes, fetched bytes, previews, thresh
   inflight run; repair; cleans with both policies and several retained counts, after a dry run made long before;
 * the ``evt`` command: ``schedule``, ``run``, ``unschedule --yes``, ``rollback --yes``, ``clean run --yes``,
   ``repair --yes``;
-* reads by stale handles: snapshot and read-optimized views, ``file_slices``, ``ro_freshness``.
+* reads by stale handles: snapshot and read-optimized views, time travel to a write their timeline holds,
+  ``file_slices``, ``ro_freshness``.
 
 The oracle is :mod:`tests.safety.model` (an independent model of Hudi's answers per file group and key), fed only
 what the table says was committed. After every step:
@@ -98,6 +99,7 @@ class State:
     key: frozenset[str]
     snapshot: pa.Table
     ro: pa.Table
+    writes: tuple[str, ...]  # the committed writes, oldest first
 
 
 class StaleRun:
@@ -135,6 +137,7 @@ class StaleRun:
         self.batches: dict[str, tuple[pd.DataFrame, str]] = {}  # written, not yet given to the model
         self.written: dict[str, tuple[pd.DataFrame, str]] = {}
         self.failed_batches: dict[str, pd.DataFrame] = {}
+        self.after: dict[str, pa.Table] = {}  # the snapshot right after each write committed
         self._write(t, self._upsert_frame([(i, 500, False) for i in range(8)], late=False), "upsert")
         self._settle()
 
@@ -218,6 +221,7 @@ class StaleRun:
         for group, recs in units.items():
             self.model.write(group, recs)
         self.writes.append((instant, list(units)))
+        self.after[instant] = _as_table(self.model.snapshot())
 
     def _apply_rollback(self, instant: str) -> None:
         assert self.writes and self.writes[-1][0] == instant, (
@@ -266,7 +270,7 @@ class StaleRun:
                 self.plans[inst.time] = tl.compaction_plan(inst)
         key = _key(tl)
         snap, ro = f.read(), f.read("read_optimized")
-        self.history.append(State(key, snap, ro))
+        self.history.append(State(key, snap, ro, tuple(w for w, _ in self.writes)))
         self._check_fresh(f, snap, ro)
 
     # -- invariants ----------------------------------------------------------------------------------------------------
@@ -301,9 +305,16 @@ class StaleRun:
         """A handle that did not act reads from what it cached: the table as it was when it loaded its timeline, as
         it was at a later step, or an EvtError — never anything else."""
         t = h.table
-        what = self.rng.choice(["snapshot", "read_optimized", "file_slices", "freshness"])
+        what = self.rng.choice(["snapshot", "read_optimized", "time_travel", "file_slices", "freshness"])
+        as_of = ""
         try:
-            if what == "snapshot":
+            if what == "time_travel":
+                done = [i.time for i in t.timeline.instants if i.action == DELTA_COMMIT and i.is_completed]
+                if not done:
+                    return
+                as_of = self.rng.choice(done)
+                got = t.read(as_of=as_of)
+            elif what == "snapshot":
                 got = t.read()
             elif what == "read_optimized":
                 got = t.read("read_optimized")
@@ -321,7 +332,11 @@ class StaleRun:
         since = self.loaded_at.get(h.name, 0)
         candidates = [i for i, s in enumerate(self.history) if i >= since or s.key == key]
         candidates.sort(key=lambda i: self.history[i].key != key)  # the state of its own timeline first
-        answers = [self.history[i].snapshot if what == "snapshot" else self.history[i].ro for i in candidates]
+        if what == "time_travel":
+            # As of a write: the snapshot right after the last write at or before it that the table held committed.
+            answers = [self._as_of(self.history[i].writes, as_of) for i in candidates]
+        else:
+            answers = [self.history[i].snapshot if what == "snapshot" else self.history[i].ro for i in candidates]
         for i, want in zip(candidates, answers, strict=True):
             if _equal(got, want):
                 exact = self.history[i].key == key
@@ -334,6 +349,10 @@ class StaleRun:
             f"{h.name}'s {what} ({got.num_rows} rows, its timeline ending {sorted(key)[-1:]}) is no state the table "
             f"was in since it loaded its timeline (states {candidates})"
         )
+
+    def _as_of(self, writes: tuple[str, ...], instant: str) -> pa.Table:
+        before = [w for w in writes if w <= instant]
+        return self.after[before[-1]] if before else _as_table({})
 
     # -- steps -----------------------------------------------------------------------------------------------------
     def step(self) -> None:
