@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, BinaryIO, TypeVar, cast
+from typing import Any, BinaryIO, Final, TypeVar, cast
 
 import fastavro
 import numpy as np
@@ -197,6 +197,9 @@ class _BlockSchema:
             schema, sync marker) that turns block bodies into a readable Avro file; ``None`` when the schema needs
             the record-by-record path.
         sync: the container's sync marker.
+        raw_writer_json: the writer schema without its temporal and uuid logical types (:func:`_raw_logical`), for
+            the record-by-record path.
+        raw_target: ``target`` the same way.
     """
 
     writer: dict[str, Any]
@@ -204,6 +207,8 @@ class _BlockSchema:
     arrow_schema: pa.Schema
     container_header: bytes | None
     sync: bytes
+    raw_writer_json: str = ""
+    raw_target: dict[str, Any] | None = None
 
 
 # A table's blocks share a handful of writer schemas and one reader schema, so parsing the SCHEMA header, converting
@@ -211,6 +216,44 @@ class _BlockSchema:
 # and the reader schema object's id; a hit is confirmed against a copy of that reader schema (it may be mutated).
 _SCHEMAS: dict[tuple[str, int], tuple[dict[str, Any] | None, _BlockSchema]] = {}
 _SCHEMAS_LIMIT = 256
+
+
+#: Logical types fastavro turns into Python objects that cannot hold every value of their Avro type: ``datetime``,
+#: ``date`` and ``time`` stop at years 1 and 9999 and at one day, ``UUID`` needs a well-formed string. A date of day
+#: 2**30 or a timestamp of 2**62 microseconds is a valid Avro value (Spark's and hudi-rs's types hold it, and so do
+#: Arrow's): decoded as datetimes, one such value made its whole block unreadable. The record-by-record path decodes
+#: them as their plain ``int``/``long``/``string`` and builds the Arrow column of the logical type from those.
+_RAW_LOGICAL: Final = frozenset(
+    {
+        "date",
+        "time-millis",
+        "time-micros",
+        "timestamp-millis",
+        "timestamp-micros",
+        "timestamp-nanos",
+        "local-timestamp-millis",
+        "local-timestamp-micros",
+        "local-timestamp-nanos",
+        "uuid",
+    }
+)
+
+
+def _raw_logical(schema: Any) -> Any:
+    """``schema`` without the logical types of :data:`_RAW_LOGICAL` (every other attribute kept)."""
+    if isinstance(schema, list):
+        return [_raw_logical(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: _raw_logical(v) if k in ("type", "items", "values") else v for k, v in schema.items()}
+    if out.get("logicalType") in _RAW_LOGICAL:
+        del out["logicalType"]
+    if isinstance(schema.get("fields"), list):
+        out["fields"] = [
+            {k: _raw_logical(v) if k == "type" else v for k, v in f.items()} if isinstance(f, dict) else f
+            for f in schema["fields"]
+        ]
+    return out
 
 
 def _block_schema(block: LogBlock, reader_schema: dict[str, Any] | None) -> _BlockSchema:
@@ -230,7 +273,8 @@ def _block_schema(block: LogBlock, reader_schema: dict[str, Any] | None) -> _Blo
         meta = zigzag_long(2) + avro_bytes(b"avro.schema") + avro_bytes(json.dumps(framed).encode("utf-8"))
         meta += avro_bytes(b"avro.codec") + avro_bytes(b"null") + zigzag_long(0)
         header = b"Obj\x01" + meta + sync
-    plan = _BlockSchema(writer, target, arrow_schema, header, sync)
+    raw_writer = _raw_logical(writer)
+    plan = _BlockSchema(writer, target, arrow_schema, header, sync, json.dumps(raw_writer), _raw_logical(target))
     if len(_SCHEMAS) >= _SCHEMAS_LIMIT:
         _SCHEMAS.clear()
     _SCHEMAS[key] = (copy.deepcopy(reader_schema), plan)
@@ -374,8 +418,8 @@ def _decode_records(
     count, body = _record_bodies(block, content)
     if count == 0:
         return plan.arrow_schema.empty_table()
-    container = _object_container(block.schema_json or "", count, body)
-    target = plan.target
+    container = _object_container(plan.raw_writer_json, count, body)
+    target = plan.raw_target if plan.raw_target is not None else plan.target
 
     def decode() -> list[dict[str, Any]]:
         parsed_reader = fastavro.parse_schema(copy.deepcopy(target)) if reader_schema is not None else None
