@@ -42,6 +42,7 @@ import pytest
 
 import evt_toolkit as evt
 from evt_toolkit.compaction import EventTimeBasedCompactionStrategy, UnBoundedCompactionStrategy
+from evt_toolkit.errors import EvtError
 
 hudi = pytest.importorskip("hudi", reason="hudi-rs (PyPI 'hudi') is a test dependency")
 
@@ -527,3 +528,117 @@ def test_nested_timestamps_keep_their_values_through_compactions(tmp_path: Path)
     assert exact_rows(t.read()) == want
     _compact_both_ways(t, 2500)
     assert exact_rows(t.read("read_optimized")) == want
+
+
+def _ids(n: int) -> dict[str, Any]:
+    return {"id": [f"k{i}" for i in range(n)], "ts": pa.array([1] * n, pa.int64())}
+
+
+_NOT_NULL = pa.schema(
+    [pa.field("id", pa.string()), pa.field("ts", pa.int64()), pa.field("v", pa.int64(), nullable=False)]
+)
+_NESTED_NOT_NULL = pa.struct([pa.field("x", pa.int32(), nullable=False)])
+#: name -> (the table's first batch or None, the batch refused, the error class): each refused batch holds a value
+#: the table's Avro schema cannot hold, or that would be written as another value.
+_REFUSED: dict[str, tuple[pa.Table | None, pa.Table, type[EvtError]]] = {
+    "null in a NOT NULL column": (
+        pa.table({**_ids(1), "v": [1]}, schema=_NOT_NULL),
+        pa.table({**_ids(3), "v": [1, None, 3]}),
+        evt.SchemaMismatchError,
+    ),
+    "null in a NOT NULL field of a struct": (
+        None,
+        pa.table({**_ids(3), "v": pa.array([{"x": 1}, None, {"x": None}], _NESTED_NOT_NULL)}),
+        evt.SchemaMismatchError,
+    ),
+    "null element in a list of NOT NULL elements": (
+        None,
+        pa.table(
+            {**_ids(2), "v": pa.array([[1], [2, None]], pa.list_(pa.field("element", pa.int32(), nullable=False)))}
+        ),
+        evt.SchemaMismatchError,
+    ),
+    "null value in a map of NOT NULL values": (
+        None,
+        pa.table(
+            {
+                **_ids(2),
+                "v": pa.array(
+                    [[("a", 1)], [("b", None)]], pa.map_(pa.string(), pa.field("value", pa.int32(), nullable=False))
+                ),
+            }
+        ),
+        evt.SchemaMismatchError,
+    ),
+    "uint64 above the long range": (
+        None,
+        pa.table({**_ids(2), "v": pa.array([1, 2**63], pa.uint64())}),
+        evt.SchemaMismatchError,
+    ),
+    "timestamp in seconds beyond the microsecond range": (
+        None,
+        pa.table({**_ids(2), "v": pa.array([1, 2**62], pa.int64()).view(pa.timestamp("s"))}),
+        evt.SchemaMismatchError,
+    ),
+    "timestamp in milliseconds beyond the microsecond range, in a list": (
+        None,
+        pa.table({**_ids(2), "v": pa.array([[1], [-(2**61)]], pa.list_(pa.timestamp("ms", tz="UTC")))}),
+        evt.SchemaMismatchError,
+    ),
+    "time of day below zero": (
+        None,
+        pa.table({**_ids(2), "v": pa.array([1, -5], pa.int32()).view(pa.time32("ms"))}),
+        evt.SchemaMismatchError,
+    ),
+    "time of day past midnight": (
+        None,
+        pa.table({**_ids(2), "v": pa.array([1, 86_400_000_000], pa.int64()).view(pa.time64("us"))}),
+        evt.SchemaMismatchError,
+    ),
+    "date64 not at midnight": (
+        None,
+        pa.table({**_ids(2), "v": pa.array([0, 86_400_000 + 1], pa.int64()).view(pa.date64())}),
+        evt.SchemaMismatchError,
+    ),
+    "struct without fields": (
+        None,
+        pa.table({**_ids(2), "v": pa.array([{}, None], pa.struct([]))}),
+        evt.UnsupportedFeatureError,
+    ),
+    "duration (no Avro type)": (
+        None,
+        pa.table({**_ids(2), "v": pa.array([1, 2], pa.duration("s"))}),
+        evt.UnsupportedFeatureError,
+    ),
+    "map with integer keys": (
+        None,
+        pa.table({**_ids(2), "v": pa.array([[(1, 2)], None], pa.map_(pa.int32(), pa.int32()))}),
+        evt.UnsupportedFeatureError,
+    ),
+    "decimal of precision above 38": (
+        None,
+        pa.table({**_ids(2), "v": pa.array([decimal.Decimal(1), None], pa.decimal256(40, 2))}),
+        evt.UnsupportedFeatureError,
+    ),
+}
+
+
+@pytest.mark.parametrize("version", [6, 9])
+@pytest.mark.parametrize("case", sorted(_REFUSED))
+def test_values_the_table_cannot_hold_are_refused_before_anything_is_written(
+    tmp_path: Path, case: str, version: int
+) -> None:
+    """A batch is checked whole before the first storage change (docs/data-safety.md §6): a null where the schema
+    has none, an integer past ``long``, a timestamp whose microseconds overflow, a time of day outside the day, a
+    date64 that is not a day, a struct Parquet cannot store or a decimal Spark cannot read fails as an ``EvtError``
+    naming the table, and leaves every byte of it as it was — not a write failed half-way (left inflight with its
+    logs) nor a value silently written as another."""
+    first, refused, error = _REFUSED[case]
+    path = tmp_path / "t"
+    t = evt.HudiTable.create(path, "refusals", "id", ordering_field="ts", buckets=2, table_version=version)
+    if first is not None:
+        t.write(first)
+    before = _files(path)
+    with pytest.raises(error, match=str(path)):
+        t.write(refused)
+    assert _files(path) == before, f"{case}: the refused write changed the table"
