@@ -314,6 +314,11 @@ def _arrow_type_to_avro(dtype: pa.DataType, nullable: bool, name: str, namespace
     elif t.is_binary(dtype) or t.is_large_binary(dtype) or t.is_fixed_size_binary(dtype):
         avro = "bytes"
     elif t.is_decimal(dtype):
+        if dtype.precision > 38:
+            # Spark's DecimalType and Hudi's readers (Java and hudi-rs, decimal128) stop at 38 digits.
+            raise UnsupportedFeatureError(
+                f"decimal column {name!r} has precision {dtype.precision}; Hudi tables hold at most 38 digits"
+            )
         # Spark names the fixed "<namespace>.<field>.fixed"; Java prints that as name "fixed" in that namespace.
         avro = {
             "type": "fixed",
@@ -335,6 +340,9 @@ def _arrow_type_to_avro(dtype: pa.DataType, nullable: bool, name: str, namespace
     elif t.is_time64(dtype):
         avro = {"type": "long", "logicalType": "time-micros"}
     elif t.is_struct(dtype):
+        if dtype.num_fields == 0:
+            # Parquet has no empty group: no compaction could write the column to a base file.
+            raise UnsupportedFeatureError(f"struct column {name!r} has no fields; Parquet base files cannot hold it")
         child_ns = f"{namespace}.{name}" if namespace else name
         avro = {
             "type": "record",
@@ -521,6 +529,107 @@ def _column_to_avro_values(arr: pa.Array, avro_type: Any) -> list[Any]:
             out.append(dict(zip(keys[lo:hi], items[lo:hi], strict=True)))
         return out
     return arr.to_pylist()
+
+
+_DAY: Final = {"s": 86_400, "ms": 86_400_000, "us": 86_400_000_000, "ns": 86_400_000_000_000}
+_UNIT_RANK: Final = {"s": 0, "ms": 1, "us": 2, "ns": 3}
+
+
+def _misfit(column: str, what: str, arr: pa.Array, bad: pa.Array) -> SchemaMismatchError:
+    first = pc.index(bad, True).as_py()
+    return SchemaMismatchError(f"column {column!r}: {what} (value {first} of {len(arr)})")
+
+
+def _check_fits(arr: pa.Array, avro_type: Any, column: str) -> None:
+    """Raise when a value of ``arr`` cannot be written as ``avro_type`` — or would be written as another value."""
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.dictionary_decode()
+    nullable = avro_type == "null" or (isinstance(avro_type, list) and "null" in avro_type)
+    if arr.null_count and not nullable:
+        raise _misfit(column, "null in a NOT NULL field", arr, arr.is_null())
+    target = _non_null_branch(avro_type)
+    kind, logical = _logical(target)
+    t = pa.types
+    dtype = arr.type
+    if arr.null_count:
+        arr = arr.filter(arr.is_valid())  # nulls fit; and a null struct, list or map holds no values to check
+    if not len(arr):
+        return
+    if t.is_struct(dtype) and kind == "record" and isinstance(target, Mapping):
+        by_name = {f["name"]: f["type"] for f in target["fields"]}
+        for i in range(dtype.num_fields):
+            name = dtype.field(i).name
+            if name in by_name:
+                _check_fits(arr.field(i), by_name[name], f"{column}.{name}")
+    elif (t.is_list(dtype) or t.is_large_list(dtype) or t.is_fixed_size_list(dtype)) and kind == "array":
+        assert isinstance(target, Mapping)
+        _check_fits(arr.flatten(), target["items"], f"{column}[]")
+    elif t.is_map(dtype) and kind == "map":
+        assert isinstance(target, Mapping)
+        entries = pa.ListArray.from_arrays(arr.offsets, arr.items).flatten()
+        _check_fits(entries, target["values"], f"{column}{{}}")
+    elif t.is_integer(dtype) and kind in ("int", "long"):
+        bits = 32 if kind == "int" else 64
+        lo, hi = (v.as_py() for v in pc.min_max(arr).values())
+        if lo < -(2 ** (bits - 1)) or hi > 2 ** (bits - 1) - 1:
+            too_big = pc.greater(arr, pa.scalar(min(2 ** (bits - 1) - 1, hi), dtype))
+            out = (
+                too_big
+                if lo >= -(2 ** (bits - 1))
+                else pc.or_(too_big, pc.less(arr, pa.scalar(-(2 ** (bits - 1)), dtype)))
+            )
+            raise _misfit(column, f"{dtype} value outside Avro {kind}'s range", arr, out)
+    elif t.is_timestamp(dtype) and kind == "long":
+        unit = {**_TS_UNITS, **_TS_UNITS_MS}.get(logical or "", "us")
+        if _UNIT_RANK[dtype.unit] < _UNIT_RANK[unit]:
+            try:
+                pc.cast(arr, pa.timestamp(unit, tz=dtype.tz))
+            except pa.ArrowInvalid:
+                scale = 10 ** (3 * (_UNIT_RANK[unit] - _UNIT_RANK[dtype.unit]))
+                raw = arr.view(pa.int64())
+                out = pc.or_(pc.greater(raw, (2**63 - 1) // scale), pc.less(raw, -(2**63) // scale))
+                raise _misfit(column, f"{dtype} value whose {unit} overflow the Avro long", arr, out) from None
+    elif t.is_date64(dtype) and kind == "int":
+        ms = arr.view(pa.int64())
+        off = pc.not_equal(pc.subtract(ms, pc.multiply(pc.divide(ms, 86_400_000), 86_400_000)), 0)
+        if pc.any(off).as_py():
+            raise _misfit(column, "date64 value that is not a whole day (Avro dates are days)", arr, off)
+    elif t.is_time32(dtype) or t.is_time64(dtype):
+        raw = arr.view(pa.int32() if t.is_time32(dtype) else pa.int64())
+        out = pc.or_(pc.less(raw, 0), pc.greater_equal(raw, _DAY[dtype.unit]))
+        if pc.any(out).as_py():
+            raise _misfit(column, f"{dtype} value outside the day [00:00, 24:00)", arr, out)
+
+
+def check_values_fit(table: pa.Table, avro_schema: Mapping[str, Any]) -> None:
+    """Check that every value of ``table`` can be written as its column's type in ``avro_schema``, exactly.
+
+    :func:`encode_avro_records` would fail on the first value that does not fit (a null in a NOT NULL field at any
+    depth, an integer outside ``int``/``long``) — in a write task, after the write's instant was requested — or
+    write another value (a timestamp in seconds or milliseconds whose microseconds overflow ``long``, a time of day
+    outside the day, which Avro's time types and every reader take modulo nothing). Run on the whole batch first.
+
+    Args:
+        table: the rows, columns named as the schema's fields (columns the schema lacks are not checked).
+        avro_schema: the writer schema (a record).
+
+    Raises:
+        SchemaMismatchError: naming the column (``a.b`` in a struct, ``a[]`` a list's elements, ``a{}`` a map's
+            values) and what does not fit.
+
+    Example:
+        >>> s = {"type": "record", "name": "r", "fields": [{"name": "v", "type": "long"}]}
+        >>> check_values_fit(pa.table({"v": pa.array([1, None])}), s)
+        Traceback (most recent call last):
+        ...
+        evt_toolkit.errors.SchemaMismatchError: column 'v': null in a NOT NULL field (value 1 of 2)
+    """
+    field_types = {f["name"]: f["type"] for f in avro_schema["fields"]}
+    for name in table.column_names:
+        if name in field_types:
+            column = table[name]
+            arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+            _check_fits(arr, field_types[name], name)
 
 
 def _table_to_records(table: pa.Table, avro_schema: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -942,6 +1051,7 @@ __all__ = [
     "ROLLBACK_COMMAND",
     "arrow_to_avro_schema",
     "avro_schema_json",
+    "check_values_fit",
     "commit_seqno",
     "commit_seqnos",
     "encode_avro_data_block",

@@ -30,6 +30,7 @@ from evt_toolkit.format.extra_metadata import DeleteEventTimes
 from evt_toolkit.format.keys import EMPTY_RECORDKEY_PLACEHOLDER, NULL_RECORDKEY_PLACEHOLDER
 from evt_toolkit.format.log_writer import (
     META_FIELDS,
+    check_values_fit,
     encode_avro_data_block,
     encode_avro_records,
     encode_delete_block,
@@ -339,7 +340,8 @@ def prepare_batch(
         ``_hoodie_is_deleted=true`` rows of an upsert stay data records, as in Hudi.
 
     Raises:
-        SchemaMismatchError: a needed field is missing or mistyped.
+        SchemaMismatchError: a needed field is missing or mistyped, or an upsert's value does not fit the writer
+            schema (:func:`~evt_toolkit.format.log_writer.check_values_fit`).
         WriteError: null/empty record keys, or null ordering values in an upsert or insert.
 
     Example:
@@ -360,6 +362,10 @@ def prepare_batch(
     if ordering is not None and pa.types.is_dictionary(ordering.type):
         ordering = ordering.dictionary_decode()
     require_ordering_values(ordering, spec.ordering_field, spec.operation, spec.table_uri)
+    if spec.operation != "delete":
+        # Every value, before de-duplication: one that does not fit would fail its task after the instant was
+        # requested, or be written as another value.
+        check_values_fit(data, json.loads(spec.avro_schema_json))
     keep = _dedupe_indices(keys, partitions, ordering)
     keys, partitions = keys.take(keep), partitions.take(keep)
     # Hudi 1.x writers (table versions 8 and 9) split record keys into hash keys their own way (HUDI-8403).

@@ -31,6 +31,7 @@ from evt_toolkit.errors import (
     EvtError,
     PendingTableServiceError,
     SchemaMismatchError,
+    UnsupportedFeatureError,
     UnsupportedTableError,
     WriteError,
 )
@@ -173,7 +174,7 @@ def _naming(uri: str) -> Iterator[None]:
     """Add the table to a refusal of the batch that does not name it yet (every ``EvtError`` names its table)."""
     try:
         yield
-    except (SchemaMismatchError, WriteError) as exc:
+    except (SchemaMismatchError, WriteError, UnsupportedFeatureError) as exc:
         if uri in str(exc):
             raise
         raise type(exc)(f"{uri}: {exc}") from exc
