@@ -24,6 +24,7 @@ Example:
 from __future__ import annotations
 
 import functools
+import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -32,6 +33,8 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from evt_toolkit.errors import SchemaMismatchError, WriteError
+from evt_toolkit.format.log_writer import arrow_to_avro_schema, check_values_fit
+from evt_toolkit.table.schema import latest_avro_schema
 from evt_toolkit.write.bucket import bucket_ids
 from evt_toolkit.write.index import BUCKET, resolve_write_index
 from evt_toolkit.write.plan import FileGroupWrite, WriteJobSpec
@@ -133,6 +136,19 @@ class _RowChecks:
     table_uri: str
     operation: str
     ordering_field: str | None
+    #: The table's writer schema (Avro JSON) every value of an upsert must fit; ``None`` on a table's first write,
+    #: whose schema the batch's own columns make.
+    avro_schema_json: str | None = None
+
+    def check_values(self, t: pa.Table) -> None:
+        """The writer's :func:`check_values_fit` over one batch of rows (upserts and inserts)."""
+        if self.operation.strip().lower() == "delete":
+            return
+        if self.avro_schema_json is not None:
+            schema = json.loads(self.avro_schema_json)
+        else:
+            schema = arrow_to_avro_schema(t.schema, "rows", "")
+        check_values_fit(t, schema)
 
 
 def _key_columns_fn(
@@ -150,6 +166,8 @@ def _key_columns_fn(
             if checks is not None and checks.ordering_field and checks.ordering_field in t.column_names:
                 column = t[checks.ordering_field]
                 require_ordering_values(column, checks.ordering_field, checks.operation, checks.table_uri)
+            if checks is not None:
+                checks.check_values(t)
             keys = record_keys(t, record_key_fields)
             parts = partition_paths(t, partition_fields, hive_style)
             buckets = pa.array(bucket_ids(keys, hash_fields, num_buckets, key_extraction=key_extraction), pa.int32())
@@ -195,7 +213,7 @@ def prepare_on_spark(
         hash_fields,
         num_buckets,
         "1.x" if cfg.version >= 8 else "0.x",
-        _RowChecks(table.path, operation, cfg.ordering_field),
+        _RowChecks(table.path, operation, cfg.ordering_field, _table_schema_json(table)),
     )
     keyed = df.withColumn(_SEQ_COLUMN, F.monotonically_increasing_id())
     schema = StructType(
@@ -213,6 +231,11 @@ def prepare_on_spark(
     # One record per HoodieKey (record key and partition path), as Hudi de-duplicates under a non-global index.
     rank = F.row_number().over(Window.partitionBy(KEY_COLUMN, PARTITION_COLUMN).orderBy(*order))
     return keyed.withColumn("_evt_rank", rank).filter("_evt_rank = 1").drop("_evt_rank", _SEQ_COLUMN)
+
+
+def _table_schema_json(table: Table) -> str | None:
+    schema = latest_avro_schema(table.config, table.timeline)
+    return None if schema is None else json.dumps(schema)
 
 
 def _bucket_settings(table: Table, options: Mapping[str, str] | None) -> tuple[int, str]:
