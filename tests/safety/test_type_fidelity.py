@@ -727,3 +727,38 @@ def test_spark_writes_and_the_spark_source_keep_every_value(spark: Any, tmp_path
     with pytest.raises(evt.SchemaMismatchError, match=str(path)):
         t.write(spark.createDataFrame(bad), spark=spark)
     assert _files(path) == before
+
+
+@pytest.mark.parametrize("version", [6, 9])
+def test_deletes_keep_ordering_values_of_every_type_or_are_refused_whole(tmp_path: Path, version: int) -> None:
+    """A delete block carries each key's ordering value in Hudi's wrapper records (``DateWrapper`` holds days,
+    ``DecimalWrapper`` a decimal of scale 15 and at most 30 digits). A date beyond Python's range is a valid day
+    count: the delete is written, and the tombstone the compaction carries keeps it. A decimal that the wrapper
+    cannot hold without rounding is refused before anything is written, not in the write task."""
+    path = tmp_path / "d"
+    t = evt.HudiTable.create(
+        path, "d", "id", ordering_field="o", buckets=1, merge_mode="event_time", table_version=version
+    )
+    days = pa.array([2**30 - 1, 2**30 - 1, 0], pa.int32()).view(pa.date32())
+    t.write(pa.table({"id": ["a", "b", "c"], "o": days, "v": [1, 2, 3]}))
+    t.write(pa.table({"id": ["a"], "o": pa.array([2**30], pa.int32()).view(pa.date32())}), operation="delete")
+    assert sorted(t.read()["id"].to_pylist()) == ["b", "c"]
+    c = t.compaction.schedule(UnBoundedCompactionStrategy())
+    assert c is not None
+    t.compaction.run(c)
+    t.write(pa.table({"id": ["a"], "o": pa.array([2**30 - 2], pa.int32()).view(pa.date32()), "v": [9]}))
+    assert sorted(t.refresh().read()["id"].to_pylist()) == ["b", "c"], "a late record resurrected the deleted key"
+
+    for scale, value in ((20, decimal.Decimal("0.00000000000000000001")), (0, decimal.Decimal(10**35))):
+        p = tmp_path / f"dec{scale}"
+        d = evt.HudiTable.create(
+            p, "d", "id", ordering_field="o", buckets=1, merge_mode="event_time", table_version=version
+        )
+        d.write(pa.table({"id": ["a", "b"], "o": pa.array([decimal.Decimal(1)] * 2, pa.decimal128(38, scale))}))
+        before = _files(p)
+        with pytest.raises(evt.SchemaMismatchError, match=str(p)):
+            d.write(
+                pa.table({"id": ["a", "b"], "o": pa.array([decimal.Decimal(2), value], pa.decimal128(38, scale))}),
+                operation="delete",
+            )
+        assert _files(p) == before
