@@ -55,7 +55,12 @@ from evt_toolkit.errors import (
     UnsupportedFeatureError,
 )
 from evt_toolkit.format.eventtime import EpochUnit, event_time_stats, to_epoch_ms
-from evt_toolkit.format.log_writer import avro_schema_json, encode_avro_data_block, encode_delete_block
+from evt_toolkit.format.log_writer import (
+    avro_schema_json,
+    encode_avro_data_block,
+    encode_delete_block,
+    ordering_pylist,
+)
 from evt_toolkit.format.logfile import BlockType, LogBlock
 from evt_toolkit.format.names import BaseFileName, LogFileName
 from evt_toolkit.format.ownership import BASE, CARRY_OVER, RUN, OwnedFile
@@ -646,7 +651,7 @@ class _CarryOver:
             ordering = w["ord"].combine_chunks()
             ct = w["ct_delete"].to_numpy(zero_copy_only=False)
             # A commit-time delete is carried with a null ordering value: it still beats whatever came before it.
-            self.values += [None if c else v for c, v in zip(ct, ordering.to_pylist(), strict=True)]
+            self.values += [None if c else v for c, v in zip(ct, ordering_pylist(ordering), strict=True)]
             self.keys += entries[KEY].to_pylist()
             self.partitions += entries[_PARTITION].to_pylist()
             if not pa.types.is_null(ordering.type):

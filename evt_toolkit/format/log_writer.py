@@ -922,6 +922,52 @@ def _as_days(value: object) -> int:
     return _as_int(value)
 
 
+def ordering_pylist(values: pa.Array | pa.ChunkedArray) -> list[Any]:
+    """Python values of an ordering column as :func:`wrap_ordering_value` takes them with the column's Arrow type.
+
+    Dates, times and timestamps are given as their integer counts (days; milliseconds for ``time32``, microseconds
+    for ``time64``; the timestamp's own unit), not as ``datetime`` objects, which stop at years 1 and 9999: a date of
+    day 2**30 is a valid ``DateWrapper``. A ``date64`` that is not a whole day raises ``ArrowInvalid``.
+    """
+    arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+    t = pa.types
+    if t.is_dictionary(arr.type):
+        arr = arr.dictionary_decode()
+    dtype = arr.type
+    if t.is_date64(dtype):
+        arr, dtype = arr.cast(pa.date32()), pa.date32()
+    elif t.is_time32(dtype) and dtype.unit == "s":
+        arr, dtype = arr.cast(pa.time32("ms")), pa.time32("ms")
+    elif t.is_time64(dtype) and dtype.unit == "ns":
+        arr, dtype = pc.cast(arr, pa.time64("us"), safe=False), pa.time64("us")
+    if t.is_date32(dtype) or t.is_time32(dtype):
+        return arr.view(pa.int32()).to_pylist()
+    if t.is_time64(dtype) or t.is_timestamp(dtype):
+        return arr.view(pa.int64()).to_pylist()
+    return arr.to_pylist()
+
+
+def check_ordering_values(values: pa.Array | pa.ChunkedArray, field: str) -> None:
+    """Check that every delete's ordering value fits the wrapper record Hudi's delete blocks carry it in.
+
+    Raises:
+        SchemaMismatchError: naming the field and the value (a decimal that ``DecimalWrapper``'s scale 15 and 30
+            digits cannot hold without rounding, a ``date64`` that is not a whole day, ...).
+    """
+    arrow_type = None if pa.types.is_null(values.type) else values.type
+    try:
+        pylist = ordering_pylist(values)
+    except pa.ArrowInvalid as exc:
+        raise SchemaMismatchError(f"ordering field {field!r}: {exc}") from exc
+    for v in pylist:
+        try:
+            wrap_ordering_value(v, arrow_type)
+        except LogFormatError as exc:
+            raise SchemaMismatchError(
+                f"ordering field {field!r}: {exc}; a delete block cannot carry it as Hudi's writers do"
+            ) from exc
+
+
 def _encode_wrapped(wrapper: str, value: Any) -> bytes:
     """Avro binary of the ``orderingVal`` union: branch index, then the wrapper's single ``value`` field."""
     branch = zigzag_long(ORDERING_UNION_INDEX[wrapper])
@@ -1051,6 +1097,7 @@ __all__ = [
     "ROLLBACK_COMMAND",
     "arrow_to_avro_schema",
     "avro_schema_json",
+    "check_ordering_values",
     "check_values_fit",
     "commit_seqno",
     "commit_seqnos",
@@ -1060,6 +1107,7 @@ __all__ = [
     "encode_delete_block",
     "encode_delete_records",
     "encode_rollback_command_block",
+    "ordering_pylist",
     "with_meta_fields",
     "wrap_ordering_value",
 ]

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from evt_toolkit.errors import SchemaMismatchError, WriteError
-from evt_toolkit.format.log_writer import arrow_to_avro_schema, check_values_fit
+from evt_toolkit.format.log_writer import arrow_to_avro_schema, check_ordering_values, check_values_fit
 from evt_toolkit.table.schema import latest_avro_schema
 from evt_toolkit.write.bucket import bucket_ids
 from evt_toolkit.write.index import BUCKET, resolve_write_index
@@ -141,8 +141,11 @@ class _RowChecks:
     avro_schema_json: str | None = None
 
     def check_values(self, t: pa.Table) -> None:
-        """The writer's :func:`check_values_fit` over one batch of rows (upserts and inserts)."""
+        """The writer's value checks over one batch of rows: :func:`check_values_fit` for upserts and inserts,
+        :func:`check_ordering_values` for deletes."""
         if self.operation.strip().lower() == "delete":
+            if self.ordering_field and self.ordering_field in t.column_names:
+                check_ordering_values(t[self.ordering_field], self.ordering_field)
             return
         if self.avro_schema_json is not None:
             schema = json.loads(self.avro_schema_json)

@@ -30,10 +30,12 @@ from evt_toolkit.format.extra_metadata import DeleteEventTimes
 from evt_toolkit.format.keys import EMPTY_RECORDKEY_PLACEHOLDER, NULL_RECORDKEY_PLACEHOLDER
 from evt_toolkit.format.log_writer import (
     META_FIELDS,
+    check_ordering_values,
     check_values_fit,
     encode_avro_data_block,
     encode_avro_records,
     encode_delete_block,
+    ordering_pylist,
 )
 from evt_toolkit.format.names import BaseFileName, LogFileName, new_write_token
 from evt_toolkit.format.ownership import LOG, WRITE, OwnedFile
@@ -362,10 +364,12 @@ def prepare_batch(
     if ordering is not None and pa.types.is_dictionary(ordering.type):
         ordering = ordering.dictionary_decode()
     require_ordering_values(ordering, spec.ordering_field, spec.operation, spec.table_uri)
+    # Every value, before de-duplication: one that does not fit would fail its task after the instant was requested,
+    # or be written as another value.
     if spec.operation != "delete":
-        # Every value, before de-duplication: one that does not fit would fail its task after the instant was
-        # requested, or be written as another value.
         check_values_fit(data, json.loads(spec.avro_schema_json))
+    elif ordering is not None and spec.ordering_field:
+        check_ordering_values(ordering, spec.ordering_field)
     keep = _dedupe_indices(keys, partitions, ordering)
     keys, partitions = keys.take(keep), partitions.take(keep)
     # Hudi 1.x writers (table versions 8 and 9) split record keys into hash keys their own way (HUDI-8403).
@@ -556,7 +560,7 @@ def _delete_block(deletes: pa.Table, spec: WriteJobSpec) -> bytes:
     ordering_type = None if pa.types.is_null(ordering.type) else ordering.type
     return encode_delete_block(
         list(zip(keys, parts, strict=True)),
-        ordering.to_pylist(),
+        ordering_pylist(ordering),
         spec.instant,
         spec.avro_schema_json,
         ordering_type=ordering_type,
