@@ -106,7 +106,52 @@ def _to_arrow(data: Any, where: str) -> pa.Table:
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise SchemaMismatchError(f"{where}: the batch has more than one column named {', '.join(map(repr, twice))}")
+    plain = pa.schema([f.with_type(_plain_type(f.type)) for f in batch.schema])
+    if plain != batch.schema:
+        try:
+            columns = [_plain_column(batch.column(i), f.type) for i, f in enumerate(plain)]
+            batch = pa.Table.from_arrays(columns, schema=plain)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            raise SchemaMismatchError(f"{where}: the batch's view columns cannot be read as plain ones: {exc}") from exc
     return batch
+
+
+def _plain_column(column: pa.ChunkedArray, plain: pa.DataType) -> pa.Array | pa.ChunkedArray:
+    if column.type == plain:
+        return column
+    arr = column.combine_chunks()
+    if pa.types.is_list_view(arr.type) or pa.types.is_large_list_view(arr.type):
+        # Arrow's own list_view -> list cast builds offsets too short for a null list (pyarrow 26): rebuilt from the
+        # lists' lengths and their values in order.
+        sizes = pc.fill_null(pc.list_value_length(arr), 0).cast(pa.int32())
+        offsets = pa.array(np.concatenate([[0], np.cumsum(sizes.to_numpy())]).astype(np.int32))
+        values = _plain_column(pa.chunked_array([pc.list_flatten(arr)]), plain.value_type)
+        if isinstance(values, pa.ChunkedArray):
+            values = values.combine_chunks()
+        out = pa.ListArray.from_arrays(offsets, values, type=plain, mask=arr.is_null() if arr.null_count else None)
+        out.validate(full=True)
+        return out
+    return arr.cast(plain)
+
+
+def _plain_type(t: pa.DataType) -> pa.DataType:
+    """``t`` with Arrow's view layouts replaced by the plain ones holding the same values (``string_view`` →
+    ``string``, ``binary_view`` → ``binary``, ``list_view`` → ``list``), at any depth: the writer's keys, partition
+    values and Avro encoding work on the plain layouts (polars hands views over)."""
+    if t == pa.string_view():
+        return pa.string()
+    if t == pa.binary_view():
+        return pa.binary()
+    if pa.types.is_list_view(t) or pa.types.is_large_list_view(t):
+        return pa.list_(t.value_field.with_type(_plain_type(t.value_type)))
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        item = t.value_field.with_type(_plain_type(t.value_type))
+        return pa.list_(item) if pa.types.is_list(t) else pa.large_list(item)
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(_plain_type(f.type)) for f in t])
+    if pa.types.is_map(t):
+        return pa.map_(t.key_field.with_type(_plain_type(t.key_type)), t.item_field.with_type(_plain_type(t.item_type)))
+    return t
 
 
 def _as_arrow(data: Any) -> pa.Table:
