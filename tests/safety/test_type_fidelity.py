@@ -885,3 +885,21 @@ def test_arrow_view_types_are_written_as_their_plain_types(tmp_path: Path) -> No
     assert c is not None
     t.compaction.run(c)
     assert exact_rows(t.read(), plain.names) == want == exact_rows(t.read("read_optimized"), plain.names)
+
+
+@pytest.mark.spark
+def test_the_spark_source_reads_time_of_day_columns(spark: Any, tmp_path: Path) -> None:
+    """Avro ``time-millis`` and ``time-micros`` columns (Arrow ``time32``/``time64``, which the writer takes) read
+    through the ``hudi_evt`` source as Spark times with the same values; a ``time-millis`` column made the whole
+    table unreadable there."""
+    path = tmp_path / "t"
+    t = evt.HudiTable.create(path, "times", "id", ordering_field="ts", buckets=1)
+    ms = pa.array([0, 86_399_999, None, 1], pa.int32()).view(pa.time32("ms"))
+    us = pa.array([0, 86_399_999_999, 5, None], pa.int64()).view(pa.time64("us"))
+    t.write(pa.table({"id": ["a", "b", "c", "d"], "ts": pa.array([1] * 4, pa.int64()), "ms": ms, "us": us}))
+    ours = t.read(columns=["id", "ms", "us"])
+    got = spark.read.format("hudi_evt").load(str(path)).select("id", "ms", "us").toArrow()
+    cast = pa.Table.from_arrays(
+        [pc.cast(got[n], ours.schema.field(n).type) for n in ours.column_names], schema=ours.schema
+    )
+    assert exact_rows(cast, ["id", "ms", "us"]) == exact_rows(ours, ["id", "ms", "us"])
