@@ -5,9 +5,10 @@ schema (``to_arrow_schema(schema, timezone="UTC")``) and refuses any difference,
 with :func:`spark_schema_for` and casts its batches to :func:`batch_schema_for` of that schema.
 
 Mapping (pyspark's own Arrow conversion): timestamps with a zone → ``TimestampType`` (instants, shown in the
-session zone), timestamps without one (Avro ``local-timestamp-*``) → ``TimestampNTZType``; decimals, maps, structs,
-lists and binary map to their Spark counterparts. Every field is declared nullable: Hudi columns are nullable
-unions in almost every table, and a non-null declaration Spark trusts would be unsafe after schema evolution.
+session zone), timestamps without one (Avro ``local-timestamp-*``) → ``TimestampNTZType``; times (Avro
+``time-millis`` and ``time-micros``) → ``TimeType``; decimals, maps, structs, lists and binary map to their Spark
+counterparts. Every field is declared nullable: Hudi columns are nullable unions in almost every table, and a
+non-null declaration Spark trusts would be unsafe after schema evolution.
 """
 
 from __future__ import annotations
@@ -35,6 +36,20 @@ def _nullable(dt: DataType) -> DataType:
     return dt
 
 
+def _as_spark_holds(t: pa.DataType) -> pa.DataType:
+    """``t`` with ``time32`` (Avro ``time-millis``), which pyspark does not map, as the ``time64`` Spark's times are;
+    the batches are cast the same way (:func:`conform_batches`), exactly."""
+    if pa.types.is_time32(t):
+        return pa.time64("us")
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(_as_spark_holds(f.type)) for f in t])
+    if pa.types.is_map(t):
+        return pa.map_(t.key_field, t.item_field.with_type(_as_spark_holds(t.item_type)))
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return pa.list_(t.value_field.with_type(_as_spark_holds(t.value_type)))
+    return t
+
+
 def spark_schema_for(schema: pa.Schema) -> StructType:
     """The Spark schema for a table's merged Arrow schema.
 
@@ -55,7 +70,7 @@ def spark_schema_for(schema: pa.Schema) -> StructType:
     fields = []
     for f in schema:
         try:
-            dt = from_arrow_type(f.type, prefer_timestamp_ntz=True)
+            dt = from_arrow_type(_as_spark_holds(f.type), prefer_timestamp_ntz=True)
         except Exception as exc:  # pyspark raises its own error classes for unsupported Arrow types
             raise UnsupportedFeatureError(f"column {f.name!r} has Arrow type {f.type} that Spark cannot hold") from exc
         fields.append(StructField(f.name, _nullable(dt), True))
