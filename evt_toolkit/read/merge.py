@@ -25,6 +25,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from evt_toolkit.format.ordering import comparable
+
 COMMIT_TIME = "COMMIT_TIME_ORDERING"
 EVENT_TIME = "EVENT_TIME_ORDERING"
 KEY = "_hoodie_record_key"
@@ -251,6 +253,7 @@ def _order_codes(values: pa.Array, span: int) -> np.ndarray:
     Integer and temporal values are their offset from the smallest one (one pass, no sort) where their range
     allows; anything else, or a range too wide, gets its dense rank (a sort).
     """
+    values = comparable(values)  # floats in Java's order (-0.0 < 0.0 < ... < NaN), as int64 keys
     t = values.type
     if pa.types.is_integer(t) or pa.types.is_timestamp(t) or pa.types.is_date(t) or pa.types.is_duration(t):
         try:
@@ -302,8 +305,8 @@ def merge_with_base(
     )
     if compare:
         assert base_ord is not None
-        base_tbl = base_tbl.append_column("bord", base_ord.cast(ord_type))
-        w = w.append_column("ord", winners["ord"])
+        base_tbl = base_tbl.append_column("bord", comparable(base_ord.cast(ord_type)))
+        w = w.append_column("ord", comparable(winners["ord"]))
     matched = base_tbl.join(w, "key", join_type="inner")
     if matched.num_rows:
         # Spark's file-group reader consumes a key's log record at the *first* base row with that key; further
@@ -399,7 +402,9 @@ def overlay(
     opos, npos = matched["opos"].combine_chunks(), matched["npos"].combine_chunks()
     old_m, new_m = older.take(opos), newer.take(npos)
     if mode == EVENT_TIME and old_m.schema.field(S_ORD).type != pa.null():
-        by_order = pc.or_(pc.is_null(old_m[S_ORD]), pc.greater_equal(new_m[S_ORD], old_m[S_ORD]))
+        by_order = pc.or_(
+            pc.is_null(old_m[S_ORD]), pc.greater_equal(comparable(new_m[S_ORD]), comparable(old_m[S_ORD]))
+        )
         if newer_block_delete:
             newer_wins = pc.or_(new_m[S_CT], pc.and_(pc.invert(old_m[S_CT]), pc.fill_null(by_order, False)))
         else:

@@ -38,6 +38,7 @@ from evt_toolkit.format.log_writer import (
     ordering_pylist,
 )
 from evt_toolkit.format.names import BaseFileName, LogFileName, new_write_token
+from evt_toolkit.format.ordering import comparable
 from evt_toolkit.format.ownership import LOG, WRITE, OwnedFile
 from evt_toolkit.format.properties import dump_properties
 from evt_toolkit.format.records import WriteStat
@@ -273,7 +274,7 @@ def _dedupe_indices(keys: pa.Array, partitions: pa.Array, ordering: pa.Array | N
     cols: dict[str, pa.Array] = {"k": keys, "p": partitions, "r": rows}
     sort_keys: list[tuple[str, str, str]] = [("k", "ascending", "at_start"), ("p", "ascending", "at_start")]
     if ordering is not None:
-        cols["o"] = ordering
+        cols["o"] = comparable(ordering)  # Hudi's order: floats as Java compares them
         sort_keys.append(("o", "ascending", "at_start"))
     sort_keys.append(("r", "ascending", "at_start"))
     t = pa.table(cols)
