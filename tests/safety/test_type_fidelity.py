@@ -970,3 +970,16 @@ def test_float_ordering_values_merge_as_hudi_compares_them(tmp_path: Path, versi
         assert sorted(zip(got["id"].to_pylist(), got["v"].to_pylist(), strict=True)) == want, log
         rs = rs_rows(str(path), pa.schema([("id", pa.string()), ("v", pa.int64())]))
         assert sorted(rs) == want, ("hudi-rs", log)
+
+
+@pytest.mark.spark
+def test_a_spark_dataframe_keeps_the_duplicate_hudi_keeps_for_float_ordering_values(spark: Any, tmp_path: Path) -> None:
+    """In-batch duplicates of a Spark DataFrame are resolved on Spark, whose sort takes -0.0 for 0.0; Hudi keeps
+    the record with the greater value in ``Double.compareTo`` order (0.0 over a later -0.0), as the local writer
+    does."""
+    path = tmp_path / "t"
+    t = evt.HudiTable.create(path, "fo", "id", ordering_field="o", buckets=1, merge_mode="event_time")
+    rows = pa.table({"id": ["a", "a", "b", "b"], "o": [0.0, -0.0, -0.0, 0.0], "v": [1, 2, 3, 4]})
+    t.write(spark.createDataFrame(rows).coalesce(1), spark=spark)
+    got = t.read(columns=["id", "v"])
+    assert sorted(zip(got["id"].to_pylist(), got["v"].to_pylist(), strict=True)) == [("a", 1), ("b", 4)]
