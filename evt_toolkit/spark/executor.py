@@ -205,7 +205,7 @@ def prepare_on_spark(
     """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
-    from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+    from pyspark.sql.types import DoubleType, FloatType, IntegerType, StringType, StructField, StructType
 
     cfg = table.config
     num_buckets, hash_fields = _bucket_settings(table, options)
@@ -230,7 +230,11 @@ def prepare_on_spark(
     keyed = keyed.mapInArrow(fn, schema)
     order = [F.col(_SEQ_COLUMN).desc()]
     if cfg.ordering_field and cfg.ordering_field in df.columns:
-        order.insert(0, F.col(cfg.ordering_field).desc_nulls_last())
+        o = F.col(cfg.ordering_field)
+        order.insert(0, o.desc_nulls_last())
+        if isinstance(df.schema[cfg.ordering_field].dataType, (DoubleType, FloatType)):
+            # Spark's sort takes -0.0 for 0.0; Hudi's Double.compareTo puts it below (format/ordering.py).
+            order.insert(1, F.when(o == F.lit(0.0), ~o.cast("string").startswith("-")).desc_nulls_last())
     # One record per HoodieKey (record key and partition path), as Hudi de-duplicates under a non-global index.
     rank = F.row_number().over(Window.partitionBy(KEY_COLUMN, PARTITION_COLUMN).orderBy(*order))
     return keyed.withColumn("_evt_rank", rank).filter("_evt_rank = 1").drop("_evt_rank", _SEQ_COLUMN)
