@@ -9,17 +9,23 @@ empty and very long strings, astral characters and NUL, decimals that need every
 timestamps before 1970 and beyond Python's ``datetime`` range, null structs beside structs of nulls, empty lists
 beside null ones, null elements, empty maps and null map values. Batches come as Arrow tables and as pandas frames
 of ``pd.ArrowDtype`` columns, into version-6 and version-9 tables; event-time partial compactions (copy and symlink
-links, exact split or not) and full compactions run between them.
+links, made at schedule or execute time, exact split or not) and full compactions run between them.
 
 After every write the snapshot equals the model — the batches themselves, cast by Arrow to the table's read types —
 and after every compaction the snapshot is *identical* to the one before: same schema, every value bit for bit
-(NaN equal to NaN, -0.0 not equal to 0.0); projections, time travel to every earlier write and incremental windows
-answer as before; the read-optimized view after a full compaction equals the snapshot; hudi-rs reads the same
-snapshot and read-optimized view.
+(NaN equal to NaN, -0.0 not equal to 0.0, temporal values by their integer counts); projections, time travel to
+every earlier write and incremental windows answer as before; the read-optimized view after a full compaction
+equals the snapshot; hudi-rs reads the same snapshot and read-optimized view.
 
-Also: the stock fixtures with rich types keep every value through a full compaction, whose base file has the Parquet
-types a stock compaction writes; the ``hudi_evt`` Spark source and Spark DataFrame writes agree; batches with values
-the table cannot hold are refused with an ``EvtError`` naming the table before anything is written.
+Focused cases: dates and timestamps beyond years 1..9999 (also nested) read back and compact; timestamps of every
+unit nested in structs, lists and maps; values a table cannot hold are refused with an ``EvtError`` naming the table
+before anything is written (nulls in NOT NULL fields at any depth, integers past ``long``, overflowing timestamps,
+times outside the day, ``date64`` off midnight, structs without fields, decimals above 38 digits, types without an
+Avro counterpart); deletes carry ordering values of every type or are refused whole; Arrow view columns are written
+as plain ones; float ordering values merge in Java's ``Double.compareTo`` order (NaN, ±0.0) as Hudi and hudi-rs do,
+locally and in a Spark DataFrame's de-duplication; stock fixtures with rich types keep every value through a full
+compaction whose base file has a stock compaction's Parquet types; Spark DataFrame writes and the ``hudi_evt``
+source (time columns included) agree with our reader before and after compactions.
 
 ``EVT_TYPES_EXAMPLES`` (default 1 per table version) histories of ``EVT_TYPES_STEPS`` (default 7) steps from seed
 ``EVT_TYPES_SEED`` (default 0) on; a failure names its seed and steps.
