@@ -24,11 +24,12 @@ __all__ = ["comparable"]
 _NON_SIGN_BITS: Final = 0x7FFF_FFFF_FFFF_FFFF
 
 
-def comparable(values: pa.Array | pa.ChunkedArray) -> pa.Array:
-    """``values`` as an array whose Arrow order is Hudi's order of the ordering values (see the module)."""
+def comparable(values: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """``values`` as an array whose Arrow order is Hudi's order of the ordering values (see the module); any other
+    type is returned as it is (no copy: this runs on every merge)."""
+    if not pa.types.is_floating(values.type):
+        return values
     arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
-    if not pa.types.is_floating(arr.type):
-        return arr
     f = arr.cast(pa.float64())  # exact for float16/32, and Float.compareTo orders them as their doubles
     f = pc.if_else(pc.is_nan(f), pa.scalar(math.nan, pa.float64()), f)  # one NaN, as doubleToLongBits
     bits = f.view(pa.int64())
