@@ -412,8 +412,8 @@ def _corruption_reason(src: _Source, offset: int, block_size: int) -> str | None
         return f"reverse pointer {reverse_pointer} does not match block size {block_size}"
     if tail > 8 and buf[o + 8 : o + 8 + _MAGIC_LEN] != MAGIC:
         return "the bytes after the block are neither a magic nor EOF"
-    # Fewer than 6 trailing bytes: Java's readFully hits EOF and treats the block as sound; the stray tail is
-    # reported separately by the scanner as its own corrupt block.
+    # Fewer than 6 trailing bytes: Java's readFully hits EOF and treats the block as sound, and the scanner then
+    # stops at the stray tail (the end of the file, as HoodieLogFileReader.hasNext says).
     return None
 
 
@@ -518,7 +518,7 @@ def scan_log_blocks(f: BinaryIO | bytes | bytearray | memoryview, file_size: int
     ``READ_AHEAD`` bytes costs one read, a larger one about one read per block (see :class:`_Source`). Corrupt
     blocks (per Hudi's rules, see :func:`_corruption_reason`) are yielded with ``block_type == CORRUPT`` and
     scanning resumes at the next magic, as Java's ``HoodieLogFileReader`` does; callers skip them like Hudi's
-    scanner.
+    scanner. Fewer than 6 bytes where a block would start end the file (``hasNext``'s ``readMagic`` hitting EOF).
 
     Args:
         f: a seekable binary stream over the whole log file (only ``seek`` and ``read`` are used, and the stream
@@ -531,7 +531,9 @@ def scan_log_blocks(f: BinaryIO | bytes | bytearray | memoryview, file_size: int
         anything else is read as the iterator advances, and errors are raised when it reaches the faulty block.
 
     Raises:
-        LogFormatError: a block passed the corruption test but has an unknown header key ordinal, an unknown
+        LogFormatError: the file does not start with a magic (Java's ``CorruptedLogFileException``; fewer than 6
+            bytes are an empty file, and fewer than 6 after a block are the end of the file, as in Java), or a
+            block passed the corruption test but has an unknown header key ordinal, an unknown
             block type, an invalid log format version, invalid UTF-8 in a header, or fields that do not fit.
         UnsupportedFeatureError: a legacy (version 0) block.
     """
@@ -575,20 +577,22 @@ def _scan(src: _Source, pos: int, path: str) -> Iterator[LogBlock]:
             pos += block.size
             continue
         remaining = file_size - pos
+        if remaining < _MAGIC_LEN:
+            # HoodieLogFileReader.hasNext -> readMagic: readFully of the 6 magic bytes hits EOF, which is the end of
+            # the file (a crashed append that wrote part of a magic holds no record). hudi-rs stops there too.
+            return
         magic = buf[o : o + _MAGIC_LEN]
         if magic != MAGIC:
-            # hudi-rs fails with "Invalid magic" and Java raises CorruptedLogFileException from hasNext(). We
-            # report the region as a CORRUPT block instead and resume at the next magic: the bytes can only be
-            # the torn remains of an earlier write, Hudi's scanner ignores corrupt blocks anyway, and an
-            # inspection tool that dies on one bad region would hide every sound block after it.
-            if len(magic) < _MAGIC_LEN and MAGIC.startswith(magic):
-                magic_problem = f"truncated magic ({remaining} trailing bytes)"
-            else:
-                magic_problem = "invalid magic at block start"
-            end = src.find_magic(pos + 1)
-            yield _corrupt_block(path, pos, end, magic_problem)
-            pos = end
-            continue
+            # Only the file's first bytes can get here: a sound block is followed by a magic, EOF or a short tail
+            # (else it is itself corrupt, as in Java's isBlockCorrupted), and a corrupt region runs to the next magic.
+            # Java's HoodieLogFileReader.hasNext throws CorruptedLogFileException ("Did not find the magic bytes at
+            # the start of the block") and hudi-rs fails with "Invalid magic": the file cannot be read. Reading on
+            # from the next magic would answer with part of the file.
+            raise LogFormatError(
+                f"log file does not start with the magic {MAGIC!r} (found {bytes(magic)!r}); it cannot be read",
+                path,
+                pos,
+            )
         if remaining < _PREFIX_LEN:
             end = src.find_magic(pos + _MAGIC_LEN)
             yield _corrupt_block(path, pos, end, "truncated block size field")

@@ -482,10 +482,10 @@ class TestSyntheticFraming:
         monkeypatch.setattr(logfile, "SCAN_WINDOW", 16)
         good = command_block("2", "1")
         for junk_len in range(1, 40):
-            data = b"x" * junk_len + good
+            data = MAGIC + b"x" * junk_len + good  # a torn block: its size field is garbage
             blocks = read_log_blocks_bytes(data, "w.log")
             assert [b.block_type for b in blocks] == [BlockType.CORRUPT, BlockType.COMMAND], junk_len
-            assert blocks[0].size == junk_len and blocks[1].offset == junk_len
+            assert blocks[0].size == 6 + junk_len and blocks[1].offset == 6 + junk_len
 
 
 class TestCorruptBlocks:
@@ -496,29 +496,33 @@ class TestCorruptBlocks:
         for cut in range(len(first) + 1, len(data)):
             blocks = read_log_blocks_bytes(data[:cut], "cut.log")
             assert blocks[0].block_type is BlockType.AVRO_DATA and blocks[0].size == len(first), cut
+            if cut - len(first) < len(MAGIC):  # not even a magic: the end of the file, as in Java
+                assert len(blocks) == 1, cut
+                continue
             assert [b.block_type for b in blocks[1:]] == [BlockType.CORRUPT], cut
             assert blocks[1].offset == len(first) and blocks[1].offset + blocks[1].size == cut
 
     def test_truncation_inside_the_first_block(self) -> None:
         data = avro_block(RECORDS)
-        for cut in (1, 5, 6, 13, 14, 30, len(data) // 2, len(data) - 8, len(data) - 1):
+        for cut in (1, 5):  # not even a magic: an empty file, as Java's hasNext (readMagic hits EOF) says
+            assert read_log_blocks_bytes(data[:cut], "cut.log") == [], cut
+        for cut in (6, 13, 14, 30, len(data) // 2, len(data) - 8, len(data) - 1):
             blocks = read_log_blocks_bytes(data[:cut], "cut.log")
             assert [b.block_type for b in blocks] == [BlockType.CORRUPT], cut
             assert blocks[0].size == cut
 
-    def test_wrong_magic_skips_to_next_magic(self) -> None:
+    def test_wrong_magic_at_the_start_is_an_error(self) -> None:
+        # Java's hasNext throws CorruptedLogFileException and hudi-rs fails with "Invalid magic".
         bad = avro_block(RECORDS, magic=b"#HUDX#")
         good = command_block("2", "1")
-        blocks = read_log_blocks_bytes(bad + good, "m.log")
-        assert [b.block_type for b in blocks] == [BlockType.CORRUPT, BlockType.COMMAND]
-        assert blocks[0].corrupt_reason == "invalid magic at block start"
-        assert blocks[0].size == len(bad)
-        assert blocks[1].offset == len(bad)
+        with pytest.raises(LogFormatError, match="does not start with the magic") as err:
+            read_log_blocks_bytes(bad + good, "m.log")
+        assert err.value.path == "m.log" and err.value.offset == 0
 
-    def test_wrong_magic_without_further_magic_spans_to_eof(self) -> None:
+    def test_wrong_magic_without_further_magic_is_an_error(self) -> None:
         data = b"garbage that is not a log file at all"
-        [block] = read_log_blocks_bytes(data, "g.log")
-        assert block.is_corrupt and block.size == len(data)
+        with pytest.raises(LogFormatError, match="does not start with the magic"):
+            read_log_blocks_bytes(data, "g.log")
 
     def test_block_size_larger_than_file(self) -> None:
         data = avro_block(RECORDS, block_size=10_000) + command_block("2", "1")
@@ -540,9 +544,9 @@ class TestCorruptBlocks:
 
     def test_short_tail_after_sound_block(self) -> None:
         good = command_block("2", "1")
-        blocks = read_log_blocks_bytes(good + b"#HU", "t.log")
-        assert [b.block_type for b in blocks] == [BlockType.COMMAND, BlockType.CORRUPT]
-        assert blocks[1].corrupt_reason is not None and "truncated magic" in blocks[1].corrupt_reason
+        for tail in (b"#", b"#HU", b"#HUDI", b"xyzzy"):  # fewer than 6 bytes: the end of the file, as in Java
+            blocks = read_log_blocks_bytes(good + tail, "t.log")
+            assert [b.block_type for b in blocks] == [BlockType.COMMAND], tail
 
     def test_block_size_2_pow_62_returns_quickly_without_allocation(self) -> None:
         data = MAGIC + struct.pack(">q", 2**62) + b"\x00" * 64
