@@ -20,9 +20,11 @@ further blocks, delete blocks without ordering values, and late data in a later 
 * a stock writer's append into a log the plan compacts (before or while the run reads it) stops the run from
   committing until that write completes, and is then compacted, never lost; so does an append into a leftover log
   after the run copied it into the new slice;
-* a log holding a corrupt block is refused when the compaction is *scheduled* (the preview says so first), naming
-  the table and the file, with nothing written (the run refused it, after the plan had opened a new slice that
-  stock writers write into: neither run nor unschedule could then finish).
+* a log holding a corrupt block of no known write is refused when the compaction is *scheduled* (the preview says
+  so first), naming the table and the file, with nothing written (the run refused it, after the plan had opened a
+  new slice that stock writers write into: neither run nor unschedule could then finish); a torn block whose
+  headers name a write that a later command block rolls back is dropped by every reader, as Hudi's scanner drops
+  it, and is compacted away (it was refused for good).
 """
 
 from __future__ import annotations
@@ -62,7 +64,8 @@ def _files(root: Path) -> dict[str, bytes]:
 
 def _build(tmp_path: Path, shape: str) -> tuple[Shaper, dict[str, pa.Table]]:
     """The shapes, one file group: ``shared`` (a failed append and its command block in log 1), ``torn`` (the same
-    with a torn block before the command block) and ``archived`` (the command block in log 2 and the commits before
+    with a torn block before the command block), ``torn_headless`` (the torn block cut before its headers, so that
+    nothing tells which write it belongs to) and ``archived`` (the command block in log 2 and the commits before
     the failed one archived, so that its instant predates the active timeline)."""
     s = Shaper.copy(tmp_path)
     keys = s.sf_keys()
@@ -79,9 +82,9 @@ def _build(tmp_path: Path, shape: str) -> tuple[Shaper, dict[str, pa.Table]]:
     failed, rb = "20250402000000000", "20250402000000100"
     s.requested(failed)
     s.append(FIRST_LOG, s.data_block(failed, s.updates(keys, fare=999.0, ts=1)))
-    if shape == "torn":
+    if shape in ("torn", "torn_headless"):
         torn = s.data_block(failed, s.updates(keys, fare=998.0, ts=1))
-        s.append(FIRST_LOG, torn[: len(torn) // 2])
+        s.append(FIRST_LOG, torn[: len(torn) // 2 if shape == "torn" else 20])
     s.forget(failed)
     s.append(log_name(2, "1-0-1") if shape == "archived" else FIRST_LOG, s.rollback_block(rb, failed))
     s.rollback_instant(rb, failed)
@@ -222,8 +225,8 @@ def test_rollback_of_the_latest_write_on_shared_stock_logs(tmp_path: Path, mode:
 
 
 @SKIP_NO_SHARED
-def test_a_torn_block_is_refused_when_the_compaction_is_scheduled(tmp_path: Path) -> None:
-    s, history = _build(tmp_path, "torn")
+def test_a_torn_block_of_no_known_write_is_refused_when_the_compaction_is_scheduled(tmp_path: Path) -> None:
+    s, history = _build(tmp_path, "torn_headless")
     t = evt.HudiTable.open(s.root)
     windows = _answers(t)
     _check(t, s, history, windows, "torn")
@@ -239,6 +242,24 @@ def test_a_torn_block_is_refused_when_the_compaction_is_scheduled(tmp_path: Path
     assert _files(s.root) == before, "a refused schedule wrote"
     assert sorted(p.name for p in (s.root / ".hoodie").iterdir()) == timeline, "a refused schedule left a plan"
     _check(t, s, history, windows, "torn, refused")
+
+
+@SKIP_NO_SHARED
+@pytest.mark.parametrize("threshold", [T0, T0 + 10**9])
+def test_a_torn_block_of_a_rolled_back_write_is_compacted_away(tmp_path: Path, threshold: int) -> None:
+    """The torn block's headers name the failed write, which the command block after it rolls back: Hudi's scanner
+    drops it (``ROLLBACK_BLOCK`` removes queued corrupt blocks), so a compaction merges what every reader reads."""
+    s, history = _build(tmp_path, "torn")
+    t = evt.HudiTable.open(s.root)
+    windows = _answers(t)
+    _check(t, s, history, windows, "torn")
+    strategy = EventTimeBasedCompactionStrategy(threshold=threshold, event_time_field="ts")
+    assert t.compaction.preview(strategy).summary.logs_corrupt_compacted == 0
+    c = t.compaction.schedule(strategy)
+    assert c is not None
+    t.compaction.run(c)
+    assert t.compaction.validate(c).ok
+    _check(t, s, history, windows, f"torn: compacted at {threshold}")
 
 
 @SKIP_NO_SHARED
