@@ -67,7 +67,14 @@ from evt_toolkit.format.ownership import BASE, CARRY_OVER, RUN, OwnedFile
 from evt_toolkit.format.records import CompactionOperation
 from evt_toolkit.read.merge import EVENT_TIME, KEY, build_candidates
 from evt_toolkit.read.plan import ReadSpec
-from evt_toolkit.read.slice_reader import SliceMerge, SliceReadContext, decode_blocks, scan_logs, select_log_blocks
+from evt_toolkit.read.slice_reader import (
+    SliceMerge,
+    SliceReadContext,
+    decode_blocks,
+    rolled_back_corrupt_blocks,
+    scan_logs,
+    select_log_blocks,
+)
 from evt_toolkit.storage.fs import FileEntry, TableStorage
 from evt_toolkit.storage.ownership import record_ownership
 from evt_toolkit.table.fs_view import BaseFile, LogFile
@@ -314,17 +321,21 @@ def _named_by_deltacommit(task: MergeTask) -> bool:
 
 
 def _check_blocks(
-    storage: TableStorage, logs: tuple[LogFile, ...], scanned: dict[str, list[LogBlock]]
+    storage: TableStorage, logs: tuple[LogFile, ...], later: tuple[LogFile, ...], scanned: dict[str, list[LogBlock]]
 ) -> tuple[int, int]:
-    """Refuse logs with corrupt blocks; return (blocks, rollback command blocks)."""
+    """Refuse logs with corrupt blocks but those a later rollback command block of the slice rolls back
+    (:func:`~evt_toolkit.read.slice_reader.rolled_back_corrupt_blocks`); return (blocks, rollback command blocks)."""
     blocks = rollbacks = 0
+    gone = rolled_back_corrupt_blocks(blk for lf in logs + later for blk in scanned[lf.path])
     for lf in logs:
         for blk in scanned[lf.path]:
-            if blk.is_corrupt:
+            if blk.is_corrupt and (blk.log_file, blk.offset) not in gone:
                 raise LogFormatError(
                     f"log file {storage.full_path(lf.path)} has a corrupt block at offset {blk.offset}; "
                     "compacting it would lose that block's records (repair or roll back the write first)"
                 )
+            if blk.is_corrupt:
+                continue  # rolled back: dropped, as every reader drops it
             blocks += 1
             rollbacks += blk.block_type == BlockType.COMMAND
     return blocks, rollbacks
@@ -717,7 +728,7 @@ def run_merge_task(task: MergeTask, listing: list[FileEntry] | None = None) -> M
     later = _task_later_logs(storage, task, listing)
     storage.prefetch([lf.path for lf in logs] + ([base_file.path] if base_file is not None else []))
     scanned = scan_logs(storage, logs + tuple(later))  # each log's headers are read once per task
-    blocks, rollbacks = _check_blocks(storage, logs, scanned)
+    blocks, rollbacks = _check_blocks(storage, logs, tuple(later), scanned)
     _refuse_pending_blocks(storage, task, logs, scanned)
     ctx = task.spec.context(None, storage=storage)
     if ctx.derives_keys:

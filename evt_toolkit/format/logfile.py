@@ -109,7 +109,8 @@ class LogBlock:
         size: total bytes of the block including the magic. For a corrupt block: up to the next magic or EOF.
         block_type: the block type; ``CORRUPT`` for a block detected as corrupt.
         format_version: the log format version (1), ``None`` for corrupt blocks.
-        header: header entries (order is not significant: Java writes a ``HashMap``).
+        header: header entries (order is not significant: Java writes a ``HashMap``). For a corrupt block, the
+            ``INSTANT_TIME`` its intact first bytes hold, when they hold it whole (a torn append), else empty.
         footer: footer entries (always empty in files written by Hudi).
         content_offset: absolute offset of the content bytes (0 for corrupt blocks).
         content_length: number of content bytes (0 for corrupt blocks).
@@ -381,8 +382,46 @@ def _metadata(
     return types.MappingProxyType(entries), pos, buf, base
 
 
-def _corrupt_block(path: str, offset: int, end: int, reason: str) -> LogBlock:
-    return LogBlock(path, offset, end - offset, BlockType.CORRUPT, None, _EMPTY, _EMPTY, 0, 0, reason)
+def _corrupt_block(path: str, offset: int, end: int, reason: str, header: Mapping[HeaderKey, str] = _EMPTY) -> LogBlock:
+    return LogBlock(path, offset, end - offset, BlockType.CORRUPT, None, header, _EMPTY, 0, 0, reason)
+
+
+def _torn_header(src: _Source, offset: int, end: int) -> Mapping[HeaderKey, str]:
+    """The ``INSTANT_TIME`` header of the torn block at ``offset`` (its region ends at ``end``), when its intact
+    first bytes hold it whole; else empty.
+
+    A crashed append writes a prefix of its block: magic, size, version, type and the header map come first, so
+    the write a torn block belongs to can often be told. Only an entry that lies whole in the region, after a
+    version-1 prefix and a known block type and header keys, counts; anything that does not parse tells nothing.
+    """
+    pos = offset + _PREFIX_LEN
+    if end - pos < 12:
+        return _EMPTY
+    buf, o = src.window(pos, end - pos)
+    limit = min(len(buf), o + end - pos)
+    if limit - o < 12:
+        return _EMPTY
+    version, ordinal, count = struct.unpack_from(">iii", buf, o)
+    if version != 1 or ordinal not in _BLOCK_TYPES or not 0 < count <= MAX_METADATA_ENTRIES:
+        return _EMPTY
+    p = o + 12
+    for _ in range(count):
+        if p + 8 > limit:
+            break
+        key, length = _I32I32(buf, p)
+        p += 8
+        if key not in _HEADER_KEYS or length < 0 or p + length > limit:
+            break
+        if key == HeaderKey.INSTANT_TIME:
+            try:
+                value = buf[p : p + length].decode("utf-8")
+            except UnicodeDecodeError:
+                break
+            if value.isascii() and value.isdigit():
+                return types.MappingProxyType({HeaderKey.INSTANT_TIME: value})
+            break
+        p += length
+    return _EMPTY
 
 
 def _corruption_reason(src: _Source, offset: int, block_size: int) -> str | None:
@@ -603,7 +642,7 @@ def _scan(src: _Source, pos: int, path: str) -> Iterator[LogBlock]:
         if reason is not None:
             # Java scans forward from just after the magic (createCorruptBlock / scanForNextAvailableBlockOffset).
             end = src.find_magic(pos + _MAGIC_LEN)
-            yield _corrupt_block(path, pos, end, reason)
+            yield _corrupt_block(path, pos, end, reason, _torn_header(src, pos, end))
             pos = end
             continue
         block = _read_block(src, buf, pos - o, pos, block_size, path)

@@ -114,6 +114,26 @@ def scan_logs(storage: TableStorage, log_files: Iterable[LogFile]) -> dict[str, 
     return out
 
 
+def rolled_back_corrupt_blocks(blocks: Iterable[LogBlock]) -> set[tuple[str, int]]:
+    """``(log file, offset)`` of the corrupt blocks in ``blocks`` (one slice's, in replay order) that a later
+    rollback command block rolls back: a torn append whose ``INSTANT_TIME`` header survived and is the target of a
+    command block after it.
+
+    Every reader drops every corrupt block (Hudi's ``BaseHoodieLogRecordReader.scanInternal`` skips them; 0.x
+    ``AbstractHoodieLogRecordReader.scanInternalV1``'s ``ROLLBACK_BLOCK`` case removes the queued ones); these are
+    the ones whose records are known to be meant gone, so compacting them away loses nothing.
+    """
+    torn: dict[str, list[tuple[str, int]]] = {}
+    out: set[tuple[str, int]] = set()
+    for blk in blocks:
+        if blk.is_corrupt:
+            if blk.instant_time is not None:
+                torn.setdefault(blk.instant_time, []).append((blk.log_file, blk.offset))
+        elif blk.block_type is BlockType.COMMAND and blk.target_instant_time is not None:
+            out.update(torn.pop(blk.target_instant_time, ()))
+    return out
+
+
 def select_log_blocks(
     ctx: SliceReadContext, log_files: tuple[LogFile, ...], scanned: Mapping[str, list[LogBlock]] | None = None
 ) -> list[QueuedBlock]:
