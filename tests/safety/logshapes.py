@@ -21,10 +21,11 @@ import pyarrow as pa
 
 from evt_toolkit.format.log_writer import (
     encode_avro_data_block,
+    encode_block,
     encode_delete_block,
     encode_rollback_command_block,
 )
-from evt_toolkit.format.logfile import scan_log_blocks
+from evt_toolkit.format.logfile import HeaderKey, read_log_blocks_bytes, scan_log_blocks
 from tests.conftest import fixture_table_path
 
 #: The stock table the shapes are built on: three partitions, one base file each, one Avro data log.
@@ -115,6 +116,15 @@ class Shaper:
         return encode_delete_block(
             [(k, self.partition) for k in sorted(keys)], ordering, instant, self.schema_text, ordering_type=pa.int64()
         )
+
+    @staticmethod
+    def with_block_id(block: bytes, attempt: int, seq: int) -> bytes:
+        """``block`` with the ``BLOCK_IDENTIFIER`` header Hudi 0.14's ``HoodieAppendHandle`` adds:
+        ``"<task attempt number>,<block sequence number>"``."""
+        [b] = read_log_blocks_bytes(block, "block")
+        header = {int(k): v for k, v in b.header.items()}
+        header[int(HeaderKey.BLOCK_IDENTIFIER)] = f"{attempt},{seq}"
+        return encode_block(int(b.block_type), header, block[b.content_offset : b.content_offset + b.content_length])
 
     @staticmethod
     def rollback_block(instant: str, target: str) -> bytes:

@@ -1,0 +1,97 @@
+"""Spurious log blocks of a retried task (Hudi 0.14's ``BLOCK_IDENTIFIER`` header), against Java's reader.
+
+Hudi 0.14.0's append handle heads every block it writes with ``BLOCK_IDENTIFIER = "<task attempt>,<sequence>"``;
+when a Spark task is retried, the blocks of the failed (or speculative) attempt stay in the file group's logs next to
+the retry's. Java's log reader (``AbstractHoodieLogRecordReader.scanInternalV1`` in 0.14-0.15,
+``BaseHoodieLogRecordReader`` in 1.0-1.1: ``updateBlockSequenceTracker`` and ``reconcileSpuriousBlocksAndGetValidOnes``)
+keeps, per instant, only the attempt with the most blocks (the later attempt on a tie). Drives, on a copy of a stock
+version-6 table (``logshapes.Shaper``): one deltacommit whose task wrote two blocks in its retry and one block (a
+partial sequence, other values) in an attempt that landed in a later log; a later commit on top. Checks:
+
+* the snapshot, time travel and the later commit's incremental window equal the model (the retry's blocks only);
+* the spurious attempt's log holds no records in the event-time facts (its block would lower the log's min event
+  time);
+* event-time compactions at thresholds around the spurious block's event time keep every answer (a compaction
+  merges exactly what Java's reader reads), and the validation passes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+import evt_toolkit as evt
+from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
+from evt_toolkit.compaction.event_times import slice_infos
+from tests.conftest import SKIP_NO_SHARED
+from tests.normalize import assert_same_rows
+from tests.safety.logshapes import COLUMNS, FILE_ID, Shaper, log_name
+
+T0 = 1695046462179  # the event time (ts) of the fixture's one log record
+RETRIED = "20250401000000000"
+LATER = "20250402000000000"
+
+
+def _same(got: pa.Table, want: pa.Table, what: str) -> None:
+    assert_same_rows(got.select(list(COLUMNS)), want.select(list(COLUMNS)), list(COLUMNS), what)
+
+
+def _build(tmp_path: Path) -> tuple[Shaper, dict[str, pa.Table]]:
+    s = Shaper.copy(tmp_path)
+    keys = s.sf_keys()
+    history: dict[str, pa.Table] = {}
+    retry_log, zombie_log = log_name(2, "0-40-101"), log_name(3, "0-40-100")
+    s.requested(RETRIED)
+    # Attempt 1 (the retry) wrote its whole sequence: two blocks.
+    up1 = s.updates(keys[:2], fare=8.0, ts=T0 + 100)
+    up2 = s.updates(keys[2:3], fare=8.0, ts=T0 + 100)
+    off, size = s.append(
+        retry_log,
+        s.with_block_id(s.data_block(RETRIED, up1), 1, 0),
+        s.with_block_id(s.data_block(RETRIED, up2), 1, 1),
+    )
+    # Attempt 0 got one block out, into a later log, with other values and another key.
+    spurious = s.updates([keys[0], keys[3]], fare=7.0, ts=T0 - 500)
+    s.append(zombie_log, s.with_block_id(s.data_block(RETRIED, spurious), 0, 0))
+    s.complete(RETRIED, [(retry_log, off, size, 3, 0)], {**up1, **up2})
+    history[RETRIED] = s.model()
+    s.requested(LATER)
+    up = s.updates(keys[1:2], fare=9.0, ts=T0 + 200)
+    name = log_name(4, "0-41-102")
+    off, size = s.append(name, s.with_block_id(s.data_block(LATER, up), 0, 0))
+    s.complete(LATER, [(name, off, size, 1, 0)], up)
+    history[LATER] = s.model()
+    return s, history
+
+
+def _check(t: evt.HudiTable, s: Shaper, history: dict[str, pa.Table], windows: dict, what: str) -> None:
+    _same(t.refresh().read(), s.model(), f"{what}: snapshot")
+    for instant, rows in history.items():
+        _same(t.read(as_of=instant), rows, f"{what}: time travel to {instant}")
+    for (b, e), rows in windows.items():
+        _same(t.read("incremental", begin=b, end=e), rows, f"{what}: incremental ({b}, {e}]")
+
+
+@SKIP_NO_SHARED
+@pytest.mark.parametrize("threshold", [None, T0 - 600, T0 - 500, T0 + 100, T0 + 10**9])
+def test_only_the_attempt_with_the_most_blocks_counts(tmp_path: Path, threshold: int | None) -> None:
+    s, history = _build(tmp_path)
+    t = evt.HudiTable.open(s.root)
+    # The window of each commit holds the rows it wrote, as a reader of the retry's blocks sees them.
+    windows = {(RETRIED, LATER): history[LATER].filter(pc.equal(history[LATER]["fare"], 9.0))}
+    _check(t, s, history, windows, "spurious")
+    zombie = log_name(3, "0-40-100")
+    [info] = [i for i in slice_infos(t, "ts") if i.file_id == FILE_ID]
+    [lf] = [lf for lf in info.log_files if lf.name == zombie]
+    assert not lf.has_data and lf.min_event_time is None, "the spurious attempt's block counts in the facts"
+    if threshold is None:
+        return
+    c = t.compaction.schedule(EventTimeBasedCompactionStrategy(threshold=threshold, event_time_field="ts"))
+    if c is None:
+        return
+    t.compaction.run(c)
+    assert t.compaction.validate(c).ok
+    _check(t, s, history, windows, f"spurious: compacted at {threshold}")
