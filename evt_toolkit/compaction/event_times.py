@@ -31,6 +31,8 @@ import pyarrow as pa
 
 from evt_toolkit.compaction.model import LOG_FILES_SCHEMA, SLICES_SCHEMA, LogFileInfo, SliceInfo, SliceSet
 from evt_toolkit.errors import EvtError
+from evt_toolkit.format.logfile import BlockType, HeaderKey, LogBlock
+from evt_toolkit.read.slice_reader import spurious_attempts
 from evt_toolkit.table.inspect import Inspect
 from evt_toolkit.table.write_stats import LogWrite, delete_event_time_index, log_event_time_index, log_write_index
 
@@ -68,6 +70,7 @@ class BlockFacts:
     min_event_time: int | None
     min_event_time_source: str | None
     target: str | None = None  # a rollback command block's TARGET_INSTANT_TIME
+    attempt: int | None = None  # the task attempt of its BLOCK_IDENTIFIER header (Hudi 0.14.0), None when absent
 
 
 _CacheKey = tuple[str, str, int, str | None, str]
@@ -140,9 +143,22 @@ def _rows_to_facts(rows: Iterable[dict[str, Any]]) -> dict[tuple[str, str], list
                 r["min_event_time"],
                 r["min_event_time_source"],
                 r["target_instant_time"],
+                _attempt_of(r),
             )
         )
     return out
+
+
+def _attempt_of(row: Mapping[str, Any]) -> int | None:
+    """The task attempt of a block row's ``BLOCK_IDENTIFIER`` header, parsed as the log reader parses it."""
+    raw = dict(row.get("header") or ()).get(HeaderKey.BLOCK_IDENTIFIER.name)
+    if not raw:
+        return None
+    probe = LogBlock(
+        row["log_file"], row["offset"], 0, BlockType.AVRO_DATA, 1, {HeaderKey.BLOCK_IDENTIFIER: raw}, {}, 0, 0
+    )
+    ident = probe.block_identifier
+    return ident[0] if ident is not None else None
 
 
 def _load_block_facts(
@@ -248,9 +264,12 @@ def _log_facts(
     return min_et, min_src, has_data, last_instant, max_et, uncommitted, corrupt
 
 
-def _without_rolled_back(logs: Sequence[tuple[BlockFacts, ...]]) -> list[tuple[tuple[BlockFacts, ...], int]]:
+def _without_rolled_back(
+    logs: Sequence[tuple[BlockFacts, ...]],
+) -> tuple[list[tuple[tuple[BlockFacts, ...], int]], list[tuple[int, int]]]:
     """Per log of one slice (in replay order), its blocks without those a later rollback command block of the slice
-    removes (every earlier block of its target, as the log reader does), and how many were removed.
+    removes (every earlier block of its target, as the log reader does) and those of a retried task's spurious
+    attempt, and how many were removed.
 
     A rolled-back write's blocks hold no records of the slice: once archiving moved the timeline's start past its
     instant they look committed, but they must not lower a log's min event time nor make it hold data.
@@ -263,13 +282,68 @@ def _without_rolled_back(logs: Sequence[tuple[BlockFacts, ...]]) -> list[tuple[t
                 removed.update((li, bj) for li, bj, inst in seen if inst == b.target)
             else:
                 seen.append((i, j, b.instant))
+    # A retried task's spurious attempt: the blocks the log reader drops (``spurious_attempts``) hold no records.
+    writes = [(i, j) for i, j, _ in seen if (i, j) not in removed and logs[i][j].block_type in _WRITE_BLOCKS]
+    drop = spurious_attempts([(logs[i][j].instant, logs[i][j].attempt) for i, j in writes])
+    removed.update(writes[k] for k in drop)
+    retried = {logs[i][j].instant for k, (i, j) in enumerate(writes) if k in drop}
+    spans: dict[str | None, tuple[int, int]] = {}
+    for i, j in writes:
+        inst = logs[i][j].instant
+        if inst in retried:
+            first, _ = spans.get(inst, (i, i))
+            spans[inst] = (first, i)
     return [
         (
             tuple(b for j, b in enumerate(blocks) if (i, j) not in removed),
             sum(1 for j in range(len(blocks)) if (i, j) in removed),
         )
         for i, blocks in enumerate(logs)
-    ]
+    ], sorted(spans.values(), key=lambda span: span[1])
+
+
+def _tie_attempt_spans(facts: list[_LogFacts], spans: Sequence[tuple[int, int]]) -> list[_LogFacts]:
+    """``facts`` of one slice's logs, adjusted so that no compaction prefix ends inside a span of logs holding the
+    blocks of a retried task's instant (:func:`~evt_toolkit.read.slice_reader.spurious_attempts`).
+
+    Which attempt counts is decided among the blocks a slice holds: a prefix that took the attempt that counts into
+    the new base file would leave the dropped attempt's blocks alone in the new slice, where they would count. So the
+    last log of each span takes the smallest known min event time of the span (and counts as holding data), and when
+    that last log's own min is unknown every log of the span becomes unknown: then the prefix rule either passes
+    the whole span or stops before it. Both only ever lengthen or shorten a prefix to a span's edge, and a longer
+    prefix is always a sound one.
+    """
+    out = list(facts)
+    changed = bool(spans)
+    while changed:
+        changed = False
+        for a, b in spans:
+            known = [(mn, out[k][1]) for k in range(a, b + 1) if out[k][2] and (mn := out[k][0]) is not None]
+            last = out[b]
+            if last[2] and last[0] is None:
+                for k in range(a, b):
+                    if out[k][2] and out[k][0] is not None:
+                        out[k] = (None, None, *out[k][2:])
+                        changed = True
+                continue
+            if not known:
+                continue
+            low, src = min(known, key=lambda m: m[0])
+            if not last[2] or last[0] is None or low < last[0]:
+                out[b] = (low, src, True, *last[3:])
+                changed = True
+    return out
+
+
+def _slice_log_facts(s: FileSlice, g: _Gathered) -> list[_LogFacts]:
+    """The facts of each log of slice ``s`` (:func:`_log_facts`; rolled-back and spurious blocks count as
+    uncommitted), tied across retried tasks' attempts (:func:`_tie_attempt_spans`)."""
+    kept, spans = _without_rolled_back([g.blocks[(s.partition_path, lf.name)] for lf in s.log_files])
+    facts: list[_LogFacts] = []
+    for lf, (blocks, rolled) in zip(s.log_files, kept, strict=True):
+        mn, src, has_data, instant, mx, unc, bad = _log_facts(lf, blocks, g.timeline, g.max_index)
+        facts.append((mn, src, has_data, instant, mx, unc + rolled, bad))
+    return _tie_attempt_spans(facts, spans)
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,6 +366,7 @@ def _gather(table: Table, event_time_field: str | None, unit: EpochUnit | None, 
     keys: dict[tuple[str, str], _CacheKey] = {}
     wanted: dict[tuple[str, str], LogFile] = {}
     resolved: dict[tuple[str, str], tuple[BlockFacts, ...]] = {}
+    from_stats: set[tuple[str, str]] = set()
     for s in merged:
         for lf in s.log_files:
             key: _CacheKey = (table.path, lf.path, lf.size, field, unit)
@@ -319,6 +394,7 @@ def _gather(table: Table, event_time_field: str | None, unit: EpochUnit | None, 
             if facts is not None:
                 # Not cached: they depend on the timeline as well as the file (a restore can hide a write).
                 resolved[k] = facts
+                from_stats.add(k)
                 del wanted[k]
     if wanted:
         loaded = _load_block_facts(table, wanted, field, unit)
@@ -327,6 +403,22 @@ def _gather(table: Table, event_time_field: str | None, unit: EpochUnit | None, 
             resolved[k] = blocks
             if _all_visible(blocks, timeline):
                 _cache_put(keys[k], blocks)
+    if from_stats:
+        # Which attempt of a retried task counts depends on every block's BLOCK_IDENTIFIER header, which the write
+        # stats do not tell: a slice with such headers has its logs taken from the stats scanned as well.
+        rescan: dict[tuple[str, str], LogFile] = {}
+        for s in merged:
+            ks = [(s.partition_path, lf.name) for lf in s.log_files]
+            if any(k in from_stats for k in ks) and any(
+                b.attempt is not None for k in ks if k not in from_stats for b in resolved[k]
+            ):
+                rescan.update({k: lf for k, lf in zip(ks, s.log_files, strict=True) if k in from_stats})
+        if rescan:
+            loaded = _load_block_facts(table, rescan, field, unit)
+            for k in rescan:
+                resolved[k] = tuple(loaded.get(k, ()))
+                if _all_visible(resolved[k], timeline):
+                    _cache_put(keys[k], resolved[k])
     max_index = log_event_time_index(timeline, "maxEventTime") if field else {}
     return _Gathered(merged, pending, resolved, timeline, max_index)
 
@@ -376,10 +468,7 @@ def slice_infos(
     out: list[SliceInfo] = []
     for s in g.slices:
         logs = []
-        kept = _without_rolled_back([g.blocks[(s.partition_path, lf.name)] for lf in s.log_files])
-        for lf, (blocks, rolled) in zip(s.log_files, kept, strict=True):
-            mn, src, has_data, instant, mx, unc, bad = _log_facts(lf, blocks, g.timeline, g.max_index)
-            unc += rolled
+        for lf, (mn, src, has_data, instant, mx, unc, bad) in zip(s.log_files, _slice_log_facts(s, g), strict=True):
             logs.append(
                 LogFileInfo(
                     path=lf.path,
@@ -435,10 +524,8 @@ def slice_set(
         sl["num_log_files"].append(len(s.log_files))
         sl["total_log_size"].append(sum(lf.size for lf in s.log_files))
         sl["pending_compaction"].append(g.pending.get((s.partition_path, s.file_id)))
-        kept = _without_rolled_back([g.blocks[(s.partition_path, lf.name)] for lf in s.log_files])
-        for j, (lf, (blocks, rolled)) in enumerate(zip(s.log_files, kept, strict=True)):
-            mn, src, has_data, instant, mx, unc, bad = _log_facts(lf, blocks, g.timeline, g.max_index)
-            unc += rolled
+        for j, (lf, facts) in enumerate(zip(s.log_files, _slice_log_facts(s, g), strict=True)):
+            mn, src, has_data, instant, mx, unc, bad = facts
             for k, v in (
                 ("slice_index", i),
                 ("position", j),

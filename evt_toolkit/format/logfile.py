@@ -167,6 +167,36 @@ class LogBlock:
         return self.header.get(HeaderKey.IS_PARTIAL, "").strip().lower() == "true"
 
     @property
+    def block_identifier(self) -> tuple[int, int] | None:
+        """The ``BLOCK_IDENTIFIER`` header Hudi 0.14.0's append handle writes, ``(task attempt, block sequence)``, or
+        ``None`` when absent (or either part is -1, which Java reads as absent).
+
+        Parsed as Java's reader does (``"<attempt>,<sequence>".split(",")``, ``Long.parseLong`` and
+        ``Integer.parseInt`` of the first two parts): anything else fails Java's whole read, and fails here too.
+
+        Raises:
+            LogFormatError: the header is present but not two comma-separated integers.
+        """
+        raw = self.header.get(HeaderKey.BLOCK_IDENTIFIER)
+        if not raw:
+            return None
+        parts = raw.split(",")
+        while parts and not parts[-1]:  # Java's String.split drops trailing empty strings
+            parts.pop()
+        numbers: list[int] = []
+        for part in parts[:2]:
+            digits = part[1:] if part[:1] in ("-", "+") else part
+            if not (digits.isascii() and digits.isdigit()):
+                break
+            numbers.append(int(part))
+        if len(numbers) != 2:
+            raise LogFormatError(
+                f"BLOCK_IDENTIFIER header is not '<attempt>,<sequence>': {raw[:40]!r}", self.log_file, self.offset
+            )
+        attempt, seq = numbers
+        return None if attempt == -1 or seq == -1 else (attempt, seq)
+
+    @property
     def min_event_time_header(self) -> int | None:
         """The ``MIN_EVENT_TIME`` extension header as epoch milliseconds, or ``None`` when absent.
 

@@ -13,7 +13,9 @@ Which blocks count mirrors Hudi's log record reader (``BaseHoodieLogRecordReader
 4. data and delete blocks of instants that are not visible (``Timeline.is_visible``: a completed commit, or older
    than the active timeline) are skipped: that is how failed and inflight writes stay invisible;
 5. a rollback command block removes every earlier queued block of its ``TARGET_INSTANT_TIME``;
-6. a log-compacted block (``COMPACTED_BLOCK_TIMES``) replaces the blocks of the instants it compacted, at the
+6. of an instant whose blocks came from more than one Spark task attempt (Hudi 0.14.0's ``BLOCK_IDENTIFIER``
+   header), only the attempt with the most blocks counts (:func:`spurious_attempts`; hudi-rs reads them all);
+7. a log-compacted block (``COMPACTED_BLOCK_TIMES``) replaces the blocks of the instants it compacted, at the
    position of the newest of them.
 """
 
@@ -134,6 +136,37 @@ def rolled_back_corrupt_blocks(blocks: Iterable[LogBlock]) -> set[tuple[str, int
     return out
 
 
+def spurious_attempts(blocks: Sequence[tuple[str | None, int | None]]) -> set[int]:
+    """Indices of the blocks Hudi's log reader drops as a retried task's spurious attempt.
+
+    ``blocks`` are one slice's data and delete blocks that count (committed, not rolled back), in replay order, as
+    ``(instant, task attempt from BLOCK_IDENTIFIER or None)``. Hudi 0.14.0 heads each block with
+    ``BLOCK_IDENTIFIER = "<task attempt>,<sequence>"`` (HUDI-6758), and a Spark task retry leaves the failed
+    attempt's blocks beside the retry's. Java's reader (0.14-1.1: ``AbstractHoodieLogRecordReader.scanInternalV1`` /
+    ``BaseHoodieLogRecordReader``, ``updateBlockSequenceTracker`` then ``reconcileSpuriousBlocksAndGetValidOnes``)
+    groups an instant's blocks by attempt (blocks without the header under attempt 0) and, when there is more than
+    one group, keeps the one with the most blocks — on a tie the one its ``HashMap`` visits last, the highest attempt
+    for the small numbers Spark uses — and drops the others.
+    """
+    groups: dict[str, dict[int, list[int]]] = {}
+    for i, (instant, attempt) in enumerate(blocks):
+        groups.setdefault(instant or "", {}).setdefault(attempt if attempt is not None else 0, []).append(i)
+    out: set[int] = set()
+    for attempts in groups.values():
+        if len(attempts) < 2:
+            continue
+        keep = max(attempts, key=lambda a: (len(attempts[a]), a))
+        for a, idx in attempts.items():
+            if a != keep:
+                out.update(idx)
+    return out
+
+
+def _attempt(blk: LogBlock) -> int | None:
+    ident = blk.block_identifier
+    return ident[0] if ident is not None else None
+
+
 def select_log_blocks(
     ctx: SliceReadContext, log_files: tuple[LogFile, ...], scanned: Mapping[str, list[LogBlock]] | None = None
 ) -> list[QueuedBlock]:
@@ -166,6 +199,9 @@ def select_log_blocks(
             if ctx.in_instant_range is not None and not ctx.in_instant_range(instant):
                 continue
             queue.append(QueuedBlock(lf, blk))
+    drop = spurious_attempts([(q.block.instant_time, _attempt(q.block)) for q in queue])
+    if drop:
+        queue = [q for i, q in enumerate(queue) if i not in drop]
     return _resolve_log_compaction(queue)
 
 

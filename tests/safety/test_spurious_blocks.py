@@ -9,8 +9,10 @@ version-6 table (``logshapes.Shaper``): one deltacommit whose task wrote two blo
 partial sequence, other values) in an attempt that landed in a later log; a later commit on top. Checks:
 
 * the snapshot, time travel and the later commit's incremental window equal the model (the retry's blocks only);
-* the spurious attempt's log holds no records in the event-time facts (its block would lower the log's min event
-  time);
+* the spurious attempt's block does not count in the event-time facts (it would lower its log's min event time),
+  and its log is tied to the retry's, so that no compaction prefix separates the two attempts;
+* the attempt rule itself (most blocks, ties to the higher attempt, no header = attempt 0), a malformed header
+  failing the read (as Java's ``Long.parseLong`` does) and the tie of a span whose last log's min is unknown;
 * event-time compactions at thresholds around the spurious block's event time keep every answer (a compaction
   merges exactly what Java's reader reads), and the validation passes.
 """
@@ -25,7 +27,11 @@ import pytest
 
 import evt_toolkit as evt
 from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
-from evt_toolkit.compaction.event_times import slice_infos
+from evt_toolkit.compaction.event_times import _tie_attempt_spans, slice_infos
+from evt_toolkit.errors import LogFormatError
+from evt_toolkit.format.log_writer import encode_block
+from evt_toolkit.format.logfile import HeaderKey, read_log_blocks_bytes
+from evt_toolkit.read.slice_reader import spurious_attempts
 from tests.conftest import SKIP_NO_SHARED
 from tests.normalize import assert_same_rows
 from tests.safety.logshapes import COLUMNS, FILE_ID, Shaper, log_name
@@ -86,7 +92,9 @@ def test_only_the_attempt_with_the_most_blocks_counts(tmp_path: Path, threshold:
     zombie = log_name(3, "0-40-100")
     [info] = [i for i in slice_infos(t, "ts") if i.file_id == FILE_ID]
     [lf] = [lf for lf in info.log_files if lf.name == zombie]
-    assert not lf.has_data and lf.min_event_time is None, "the spurious attempt's block counts in the facts"
+    # Its own block (ts T0 - 500) does not count; the log is tied to the retry's (min T0 + 100), so that no prefix
+    # takes the retry into a base file and leaves the spurious block alone in the new slice, where it would count.
+    assert lf.min_event_time == T0 + 100, "the spurious attempt's block counts in the facts"
     if threshold is None:
         return
     c = t.compaction.schedule(EventTimeBasedCompactionStrategy(threshold=threshold, event_time_field="ts"))
@@ -95,3 +103,43 @@ def test_only_the_attempt_with_the_most_blocks_counts(tmp_path: Path, threshold:
     t.compaction.run(c)
     assert t.compaction.validate(c).ok
     _check(t, s, history, windows, f"spurious: compacted at {threshold}")
+
+
+def test_the_attempt_rule() -> None:
+    a, b = "20250101000000000", "20250102000000000"
+    # More blocks win; a tie goes to the higher attempt; blocks without the header are attempt 0; one group stays.
+    assert spurious_attempts([(a, 0), (a, 1), (a, 1), (b, 0)]) == {0}
+    assert spurious_attempts([(a, 1), (a, 0)]) == {1}
+    assert spurious_attempts([(a, None), (a, 0), (a, 2)]) == {2}
+    assert spurious_attempts([(a, None), (b, 3), (b, 3)]) == set()
+
+
+def test_a_malformed_block_identifier_fails_the_read_naming_the_file() -> None:
+    from tests.format.test_logfile import avro_block
+
+    for bad in ("x,1", "1", "1;2", ",1"):
+        data = avro_block([])
+        [blk] = read_log_blocks_bytes(data, "f.log")
+        header = {int(k): v for k, v in blk.header.items()}
+        header[int(HeaderKey.BLOCK_IDENTIFIER)] = bad
+        framed = encode_block(
+            int(blk.block_type), header, data[blk.content_offset : blk.content_offset + blk.content_length]
+        )
+        [blk] = read_log_blocks_bytes(framed, "f.log")
+        with pytest.raises(LogFormatError, match="BLOCK_IDENTIFIER") as err:
+            _ = blk.block_identifier
+        assert err.value.path == "f.log"
+    assert read_log_blocks_bytes(Shaper.with_block_id(avro_block([]), 2, 5), "f.log")[0].block_identifier == (2, 5)
+    assert read_log_blocks_bytes(Shaper.with_block_id(avro_block([]), -1, 5), "f.log")[0].block_identifier is None
+
+
+def test_a_span_whose_last_log_is_unknown_becomes_unknown() -> None:
+    facts = [
+        (10, "scan", True, "i", None, 0, 0),
+        (5, "scan", True, "i", None, 0, 0),
+        (None, None, True, "i", None, 0, 0),
+    ]
+    tied = _tie_attempt_spans(facts, [(1, 2)])
+    assert [f[0] for f in tied] == [10, None, None]
+    tied = _tie_attempt_spans([facts[0], facts[1], (None, None, False, "i", None, 1, 0)], [(0, 2)])
+    assert tied[2][:3] == (5, "scan", True)
