@@ -13,12 +13,16 @@ partial sequence, other values) in an attempt that landed in a later log; a late
   and its log is tied to the retry's, so that no compaction prefix separates the two attempts;
 * the attempt rule itself (most blocks, ties to the higher attempt, no header = attempt 0), a malformed header
   failing the read (as Java's ``Long.parseLong`` does) and the tie of a span whose last log's min is unknown;
+* random sequences of commits by retried tasks (``EVT_SPURIOUS_SEEDS`` seeds, 8 in CI): reads and a compaction at
+  a random threshold equal the model of the last attempts;
 * event-time compactions at thresholds around the spurious block's event time keep every answer (a compaction
   merges exactly what Java's reader reads), and the validation passes.
 """
 
 from __future__ import annotations
 
+import os
+import random
 from pathlib import Path
 
 import pyarrow as pa
@@ -143,3 +147,58 @@ def test_a_span_whose_last_log_is_unknown_becomes_unknown() -> None:
     assert [f[0] for f in tied] == [10, None, None]
     tied = _tie_attempt_spans([facts[0], facts[1], (None, None, False, "i", None, 1, 0)], [(0, 2)])
     assert tied[2][:3] == (5, "scan", True)
+
+
+def _random_retries(tmp_path: Path, seed: int) -> tuple[Shaper, dict[str, pa.Table], list[int]]:
+    """Commits into the san_francisco file group, some by retried tasks: every attempt but the last wrote a partial
+    sequence of blocks (other values, sometimes other keys), the last the whole one; attempts land in any order, in
+    the current log or rolled over to a new one with their own write token. Returns the shaper, the model after each
+    commit and every event time written."""
+    rng = random.Random(seed)
+    s = Shaper.copy(tmp_path)
+    keys = s.sf_keys()
+    history: dict[str, pa.Table] = {}
+    times: list[int] = []
+    version = 1
+    for n in range(rng.randint(2, 4)):
+        instant = f"2025040{n + 1}000000000"
+        s.requested(instant)
+        blocks = rng.randint(1, 3)
+        attempts = rng.randint(1, 3)
+        final: dict[str, dict] = {}
+        writes: list[tuple[str, int, int, int, int]] = []
+        # Attempts land in any order: a speculative or zombie attempt may append after the one that counts.
+        for attempt in rng.sample(range(attempts), attempts):
+            last = attempt == attempts - 1
+            if rng.random() < 0.5:
+                version += 1
+            name = log_name(version, f"0-{40 + n}-{100 + attempt}")
+            count = blocks if last else rng.randint(1, blocks - 1) if blocks > 1 else 0
+            for seq in range(count):
+                ts = T0 + rng.randint(-1000, 1000)
+                times.append(ts)
+                picked = rng.sample(keys, rng.randint(1, 3))
+                up = s.updates(picked, fare=float(rng.randint(1, 99)), ts=ts)
+                off, size = s.append(name, s.with_block_id(s.data_block(instant, up), attempt, seq))
+                if last:
+                    final.update(up)
+                    writes.append((name, off, size, len(up), 0))
+        s.complete(instant, writes, final)
+        history[instant] = s.model()
+    return s, history, times
+
+
+@SKIP_NO_SHARED
+@pytest.mark.parametrize("seed", range(int(os.environ.get("EVT_SPURIOUS_SEEDS", "8"))))
+def test_random_retried_tasks_read_and_compact_as_java_reads_them(tmp_path: Path, seed: int) -> None:
+    s, history, times = _random_retries(tmp_path, seed)
+    t = evt.HudiTable.open(s.root)
+    _check(t, s, history, {}, f"seed {seed}")
+    rng = random.Random(seed)
+    threshold = rng.choice([*times, T0 - 2000, T0 + 2000])
+    c = t.compaction.schedule(EventTimeBasedCompactionStrategy(threshold=threshold, event_time_field="ts"))
+    if c is None:
+        return
+    t.compaction.run(c)
+    assert t.compaction.validate(c).ok
+    _check(t, s, history, {}, f"seed {seed}: compacted at {threshold}")
