@@ -13,6 +13,7 @@ partial sequence, other values) in an attempt that landed in a later log; a late
   and its log is tied to the retry's, so that no compaction prefix separates the two attempts;
 * the attempt rule itself (most blocks, ties to the higher attempt, no header = attempt 0), a malformed header
   failing the read (as Java's ``Long.parseLong`` does) and the tie of a span whose last log's min is unknown;
+* with ``minEventTime`` in the write stats (which do not tell attempts), the facts are still the logs' own;
 * random sequences of commits by retried tasks (``EVT_SPURIOUS_SEEDS`` seeds, 8 in CI): reads and a compaction at
   a random threshold equal the model of the last attempts;
 * event-time compactions at thresholds around the spurious block's event time keep every answer (a compaction
@@ -21,6 +22,7 @@ partial sequence, other values) in an attempt that landed in a later log; a late
 
 from __future__ import annotations
 
+import json
 import os
 import random
 from pathlib import Path
@@ -202,3 +204,25 @@ def test_random_retried_tasks_read_and_compact_as_java_reads_them(tmp_path: Path
     t.compaction.run(c)
     assert t.compaction.validate(c).ok
     _check(t, s, history, {}, f"seed {seed}: compacted at {threshold}")
+
+
+@SKIP_NO_SHARED
+def test_facts_from_write_stats_do_not_hide_a_spurious_attempt(tmp_path: Path) -> None:
+    """With ``minEventTime`` in the write stats the retry's log is accounted for by them, which do not tell its blocks'
+    attempts: the slice's facts are then read from the logs, and the spurious block still does not count."""
+    s, _ = _build(tmp_path)
+    for instant, mn in ((RETRIED, T0 + 100), (LATER, T0 + 200)):
+        path = s.root / ".hoodie" / f"{instant}.deltacommit"
+        meta = json.loads(path.read_text())
+        for stats in meta["partitionToWriteStats"].values():
+            for st in stats:
+                st["minEventTime"] = mn
+        path.write_text(json.dumps(meta))
+    props = s.root / ".hoodie" / "hoodie.properties"  # stats record the table's own event-time field
+    props.write_text(props.read_text() + "hoodie.payload.event.time.field=ts\n")
+    t = evt.HudiTable.open(s.root)
+    for use_write_stats in (True, False):
+        [info] = [i for i in slice_infos(t, "ts", use_write_stats=use_write_stats) if i.file_id == FILE_ID]
+        by_name = {lf.name: lf for lf in info.log_files}
+        assert by_name[log_name(3, "0-40-100")].min_event_time == T0 + 100, use_write_stats
+        assert by_name[log_name(2, "0-40-101")].min_event_time == T0 + 100, use_write_stats
