@@ -157,3 +157,26 @@ def test_a_handle_opened_before_another_disabled_the_metadata_table_writes(tmp_p
     assert_same_rows(evt.HudiTable.open(path).read(columns=_TXN_COLS), want, _TXN_COLS, "ours after the write")
     assert_same_rows(rs_read(path).select(_TXN_COLS), want, _TXN_COLS, "hudi-rs after the write")
     assert not notebook.metadata_table.exists()
+
+
+@pytest.mark.parametrize("version", [6, 9])
+def test_a_read_on_a_handle_whose_files_a_clean_removed_says_to_refresh(tmp_path: Path, version: int) -> None:
+    """A notebook's handle listed the table; elsewhere two compactions and a clean removed the files its view plans.
+    Its next read must fail whole (never a partial answer) with an error that says what happened and what to do —
+    as Spark's "REFRESH TABLE" hint does — and after ``refresh()`` it reads what a fresh handle reads."""
+    t = _table(tmp_path, version)
+    t.write(rows([0, 1], 20, 200))
+    notebook = evt.HudiTable.open(t.path)
+    before = notebook.read()
+    other = evt.HudiTable.open(t.path)
+    for i in range(2):
+        c = other.compaction.schedule(EventTimeBasedCompactionStrategy(threshold=BASE + 10_000))
+        assert c is not None
+        other.compaction.run(c)
+        other.write(rows([2, 3], 30 + i, 300 + i))
+    cleaned = other.clean(policy="KEEP_LATEST_FILE_VERSIONS", retained=1, dry_run=False)
+    assert cleaned.deleted, "the clean must remove files the notebook's view plans"
+    with pytest.raises(evt.ObjectNotFoundError, match=r"call refresh\(\)"):
+        notebook.read()
+    assert_same_rows(notebook.refresh().read(), evt.HudiTable.open(t.path).read())
+    assert notebook.read().num_rows == before.num_rows  # the same keys; the later writes only updated two of them
