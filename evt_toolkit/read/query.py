@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 
+from evt_toolkit.errors import ObjectNotFoundError
 from evt_toolkit.read.conform import require_columns
 from evt_toolkit.read.plan import plan_query, read_planned
 from evt_toolkit.table.table import Table
@@ -30,14 +31,24 @@ def read_table(
 
     Raises:
         ReadError: bad query type, instant, window or column, or a state a clean removed.
+        ObjectNotFoundError: a planned file is gone (the table changed since ``table`` was loaded; the message says
+            to call ``refresh()``).
     """
     plan = plan_query(table, query_type, as_of=as_of, begin=begin, end=end)
     storage = table.storage
-    storage.prefetch(plan.paths())  # object stores: every file in parallel, so the reads below cost no request
     if columns is not None:
         columns = list(columns)
         require_columns(plan.spec.schema, columns)  # before any read, also when the plan reads nothing
-    parts = [read_planned(plan.spec, r, storage, columns) for r in plan.reads]
+    try:
+        storage.prefetch(plan.paths())  # object stores: every file in parallel, so the reads below cost no request
+        parts = [read_planned(plan.spec, r, storage, columns) for r in plan.reads]
+    except ObjectNotFoundError as exc:
+        # A file the loaded view planned is gone: another process cleaned, compacted or rolled back since this
+        # object listed the table (Spark says the same: "REFRESH TABLE"). Never a partial answer.
+        raise ObjectNotFoundError(
+            f"{exc}; the table changed since this object loaded it (a clean, rollback or compaction elsewhere): "
+            "call refresh() on it and read again"
+        ) from None
     if parts:
         return pa.concat_tables(parts)
     empty = plan.spec.schema.empty_table()
