@@ -1,0 +1,331 @@
+"""Scenarios of real Spark task retries, run in a child process with its own ``local[2,4]`` session.
+
+``local[N,F]`` lets Spark re-run a failed task up to ``F`` times, and a Python worker that dies (``os._exit``, or
+``SIGKILL`` from a fault point) makes Spark re-run the task in a fresh worker. Each scenario arms a death for the
+FIRST attempt of one task only (``TaskContext.attemptNumber() == 0``) and checks the table afterwards against a plain
+dict model and hudi-rs. Run as ``python -m tests.safety.spark_retry_child OUT.json [SCENARIO ...]``; the result file
+maps each scenario to ``"ok"`` or the failure's text.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+
+from evt_toolkit.faults import ENV_VAR
+from evt_toolkit.write.plan import FileGroupWrite, WriteJobSpec
+from evt_toolkit.write.task import FileWritten, write_file_group
+
+COLS = ["id", "region", "ts", "v"]
+#: The group task whose first attempt dies (the task index of the executor's parallelize, or any task).
+DYING_GROUP = "b"
+
+
+def _first_attempt() -> bool:
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    return ctx is not None and ctx.attemptNumber() == 0
+
+
+def _dies_here(fg: FileGroupWrite) -> bool:
+    if _first_attempt() and fg.partition_path.endswith(DYING_GROUP) and fg.bucket == 0:
+        _note_death()
+        return True
+    return False
+
+
+#: A folder where each dying attempt leaves a file: proof that a first attempt really died and Spark retried it.
+DEATHS_VAR = "EVT_SPARK_RETRY_DEATHS"
+
+
+def _note_death() -> None:
+    folder = os.environ.get(DEATHS_VAR)
+    if folder:
+        Path(folder, f"{os.getpid()}-{len(os.listdir(folder))}").touch()
+
+
+def deaths() -> int:
+    return len(os.listdir(os.environ[DEATHS_VAR]))
+
+
+def task_dying_before(spec: WriteJobSpec, fg: FileGroupWrite, *args: Any) -> list[FileWritten]:
+    """The first attempt of one group dies before it writes anything."""
+    if _dies_here(fg):
+        os._exit(3)
+    return write_file_group(spec, fg, *args)
+
+
+def task_dying_after_files(spec: WriteJobSpec, fg: FileGroupWrite, *args: Any) -> list[FileWritten]:
+    """The first attempt dies at ``write.after_task``: ownership record, marker and complete log files written."""
+    if _dies_here(fg):
+        os.environ[ENV_VAR] = "write.after_task"
+    else:
+        os.environ.pop(ENV_VAR, None)
+    return write_file_group(spec, fg, *args)
+
+
+def task_dying_torn(spec: WriteJobSpec, fg: FileGroupWrite, *args: Any) -> list[FileWritten]:
+    """The first attempt wrote its files, then died with its last file half written (a torn, non-atomic write)."""
+    out = write_file_group(spec, fg, *args)
+    if _dies_here(fg) and out:
+        from evt_toolkit.storage.fs import TableStorage
+
+        storage = TableStorage.from_uri(spec.table_uri, spec.storage_options)
+        rel = out[-1].stat.path
+        data = storage.read_bytes(rel)
+        storage.write_bytes_atomic(rel, data[: len(data) // 2], overwrite=True)
+        os._exit(3)
+    return out
+
+
+def task_dying_before_return(spec: WriteJobSpec, fg: FileGroupWrite, *args: Any) -> list[FileWritten]:
+    """The first attempt completed its output and died before returning its stats."""
+    out = write_file_group(spec, fg, *args)
+    if _dies_here(fg):
+        os._exit(3)
+    return out
+
+
+WRITE_TASKS: dict[str, Callable[..., list[FileWritten]]] = {
+    "before": task_dying_before,
+    "after_files": task_dying_after_files,
+    "torn": task_dying_torn,
+    "before_return": task_dying_before_return,
+}
+
+
+def compaction_hook(stage: str) -> Callable[[Any, str], None]:
+    """A compaction fault hook: the first attempt of the first operation dies at ``stage``."""
+
+    def hook(task: Any, at: str) -> None:
+        if at == stage and task.index == 0 and _first_attempt():
+            _note_death()
+            os._exit(3)
+
+    return hook
+
+
+# -- the table, the model and the checks ----------------------------------------------------------------------------
+class Case:
+    def __init__(self, root: Path, version: int) -> None:
+        import evt_toolkit as evt
+
+        self.path = root / f"t{version}"
+        self.t = evt.HudiTable.create(
+            self.path, "t", "id", partition_by="region", ordering_field="ts", buckets=2, table_version=version
+        )
+        self.model: dict[str, dict[str, Any]] = {}
+        self.history: list[tuple[str, dict[str, dict[str, Any]]]] = []
+        self.ts = 0
+
+    def batch(self, n: int, start: int = 0) -> pd.DataFrame:
+        self.ts += 1
+        rows = [
+            {"id": f"k{i}", "region": "a" if i % 2 else "b", "ts": self.ts, "v": float(self.ts * 1000 + i)}
+            for i in range(start, start + n)
+        ]
+        return pd.DataFrame(rows, columns=COLS)
+
+    def committed(self, instant: str, df: pd.DataFrame) -> None:
+        for r in df.to_dict("records"):
+            self.model[r["id"]] = r
+        self.history.append((instant, dict(self.model)))
+
+    def check(self, what: str) -> None:
+        import hudi
+
+        self.t.refresh()
+        want = sorted((r["id"], r["region"], r["ts"], r["v"]) for r in self.model.values())
+        got = _rows(self.t.read().select(COLS))
+        assert got == want, f"{what}: evt snapshot {len(got)} rows != model {len(want)}"
+        rs = hudi.HudiTableBuilder.from_base_uri(str(self.path)).build().read()
+        rs_rows = _rows(pa.Table.from_batches(rs).select(COLS)) if rs else []
+        assert rs_rows == want, f"{what}: hudi-rs snapshot {len(rs_rows)} rows != model {len(want)}"
+        from evt_toolkit.errors import ReadError
+
+        for instant, state in self.history:
+            try:
+                tt = _rows(self.t.read(as_of=instant).select(COLS))
+            except ReadError as exc:  # the documented refusal of a state a clean removed
+                assert "a clean removed" in str(exc), f"{what}: time travel to {instant}: {exc}"
+                continue
+            exp = sorted((r["id"], r["region"], r["ts"], r["v"]) for r in state.values())
+            assert tt == exp, f"{what}: time travel to {instant}: {len(tt)} rows != {len(exp)}"
+        inc = self.t.read("incremental").select(COLS)
+        ids = inc["id"].to_pylist()
+        assert len(ids) == len(set(ids)), f"{what}: the incremental read returns a record twice"
+        assert sorted(ids) == sorted(self.model), f"{what}: the incremental read's keys != model"
+        leftovers = self.unlisted_files()
+        assert not leftovers, f"{what}: data files no completed commit lists: {leftovers}"
+
+    def unlisted_files(self) -> list[str]:
+        """Data files on storage that no completed commit lists (and that are not a compaction's links or copies)."""
+        tl = self.t.timeline
+        listed: set[str] = set()
+        compactions: set[str] = set()
+        for inst in tl.completed_commits():
+            listed.update(tl.commit_metadata(inst).paths())
+            if inst.action == "commit":
+                compactions.add(inst.time)
+        out = []
+        for p in self.path.rglob("*"):
+            if not p.is_file() or ".hoodie" in p.parts or not (".log." in p.name or p.suffix == ".parquet"):
+                continue
+            rel = p.relative_to(self.path).as_posix()
+            if rel in listed or any(c in p.name for c in compactions):
+                continue
+            out.append(rel)
+        return sorted(out)
+
+
+def _rows(t: pa.Table) -> list[tuple[Any, ...]]:
+    return sorted(zip(*(t[c].to_pylist() for c in COLS), strict=True))
+
+
+# -- scenarios --------------------------------------------------------------------------------------------------------
+def write_retry(spark: Any, root: Path, version: int, point: str, dataframe: bool) -> None:
+    """A write whose first attempt of one group task dies at ``point``; Spark retries it and the write commits."""
+    from evt_toolkit.spark.executor import spark_executor, write_dataframe
+
+    case = Case(root / f"w-{point}-{int(dataframe)}", version)
+    first = case.batch(8)
+    case.committed(case.t.write(first), first)
+    df = case.batch(8, start=4)
+    task = WRITE_TASKS[point]
+    before = deaths()
+    if dataframe:
+        instant = write_dataframe(case.t, spark.createDataFrame(df), "upsert", task=task)
+    else:
+        instant = case.t.write(df, executor=spark_executor(spark, task))
+    case.committed(instant, df)
+    assert deaths() > before, f"no first attempt died ({point})"
+    case.check(f"v{version} {'dataframe' if dataframe else 'executor'} write, first attempt dies {point}")
+    # A later write, clean and rollback of the last write keep every answer.
+    more = case.batch(6, start=10)
+    last = case.t.write(more)
+    case.committed(last, more)
+    case.check("after a later write")
+    case.t.rollback(last)
+    case.t.refresh()
+    case.model = dict(case.history[-2][1])
+    case.history.pop()
+    case.check("after rolling back the later write")
+    case.t.clean(retained=1, dry_run=False)
+    case.check("after a clean")
+
+
+def compaction_retry(spark: Any, root: Path, version: int, stage: str) -> None:
+    """A compaction on Spark whose first attempt of one operation dies at ``stage`` (``merged``: before its base
+    file; ``written``: after it); Spark retries the task and the compaction commits."""
+    from evt_toolkit.compaction.strategy import UnBoundedCompactionStrategy
+
+    case = Case(root / f"c-{stage}", version)
+    for start in (0, 4, 2):
+        df = case.batch(8, start=start)
+        case.committed(case.t.write(df), df)
+    c = case.t.compaction.schedule(UnBoundedCompactionStrategy())
+    assert c is not None
+    before = deaths()
+    case.t.compaction.run(c, spark=spark, fault_hook=compaction_hook(stage))
+    assert deaths() > before, f"no first attempt of the compaction died ({stage})"
+    case.check(f"v{version} compaction, first attempt dies {stage}")
+    more = case.batch(6, start=3)
+    case.committed(case.t.write(more), more)
+    case.t.clean(retained=1, dry_run=False)
+    case.check("after a later write and a clean")
+
+
+def late_write_attempt(spark: Any, root: Path, version: int) -> None:
+    """A write task attempt that runs on after the driver committed (a speculative copy or a retry that lost the
+    race; Spark kills a Python task only after ``spark.python.task.killTimeout``): it must not add a file the
+    committed instant's readers read, nor one no commit lists."""
+    from evt_toolkit.spark.executor import spark_executor
+
+    case = Case(root / "late", version)
+    first = case.batch(8)
+    case.committed(case.t.write(first), first)
+    seen: list[tuple[WriteJobSpec, list[tuple[FileGroupWrite, pa.Table, pa.Table]]]] = []
+    inner = spark_executor(spark)
+
+    def executor(spec: WriteJobSpec, items: list[tuple[FileGroupWrite, pa.Table, pa.Table]]) -> Any:
+        seen.append((spec, items))
+        return inner(spec, items)
+
+    df = case.batch(8, start=4)
+    instant = case.t.write(df, executor=executor)
+    case.committed(instant, df)
+    spec, items = seen[0]
+    fg, up, de = items[0]
+    # The late attempt, run after the commit in a Spark task of its own (attempt id far from the committed ones).
+    late = spark.sparkContext.parallelize([0], 1).map(lambda _: _late(spec, fg, up, de)).collect()[0]
+    case.check(f"v{version}: a write task attempt that ran after the commit ({late})")
+    case.t.rollback(instant)
+    case.model = dict(case.history[-2][1])
+    case.history.pop()
+    case.check("after rolling back the write the late attempt belonged to")
+
+
+def _late(spec: WriteJobSpec, fg: FileGroupWrite, up: pa.Table, de: pa.Table) -> str:
+    try:
+        out = write_file_group(spec, fg, up, de, fg.bucket, 0, 99999)
+    except Exception as exc:  # a refusal is a fence
+        return f"refused: {type(exc).__name__}"
+    return f"wrote {[f.stat.path for f in out]}"
+
+
+def scenarios(full: bool) -> dict[str, Callable[[Any, Path], None]]:
+    out: dict[str, Callable[[Any, Path], None]] = {}
+    versions = (6, 9) if full else (9,)
+    points = list(WRITE_TASKS)
+    for v in versions:
+        for p in points:
+            for dataframe in (False, True) if full else ((p in ("after_files", "torn")),):
+                out[f"write-v{v}-{p}-{'df' if dataframe else 'ex'}"] = lambda s, r, v=v, p=p, d=dataframe: write_retry(
+                    s, r, v, p, d
+                )
+        for stage in ("merged", "written"):
+            out[f"compaction-v{v}-{stage}"] = lambda s, r, v=v, st=stage: compaction_retry(s, r, v, st)
+        out[f"late-v{v}"] = lambda s, r, v=v: late_write_attempt(s, r, v)
+    if not full:
+        out["late-v6"] = lambda s, r: late_write_attempt(s, r, 6)
+        out["write-v6-after_files-ex"] = lambda s, r: write_retry(s, r, 6, "after_files", False)
+    return out
+
+
+def main() -> None:
+    out_file = sys.argv[1]
+    full = os.environ.get("EVT_SAFETY_SPARK_RETRIES_FULL") == "1"
+    wanted = sys.argv[2:]
+    from evt_toolkit.spark.session import get_or_create_session
+
+    root = Path(tempfile.mkdtemp(prefix="evt-retries-"))
+    (root / "deaths").mkdir()
+    os.environ[DEATHS_VAR] = str(root / "deaths")  # before the session starts: its Python workers inherit it
+    spark = get_or_create_session(master="local[2,4]")
+    results: dict[str, str] = {}
+    try:
+        for name, run in scenarios(full).items():
+            if wanted and name not in wanted:
+                continue
+            try:
+                run(spark, root / name)
+                results[name] = "ok"
+            except Exception as exc:
+                results[name] = f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-1500:]}"
+            Path(out_file).write_text(json.dumps(results, indent=1))
+    finally:
+        spark.stop()
+
+
+if __name__ == "__main__":
+    main()
