@@ -34,6 +34,7 @@ from evt_toolkit.format.records import WriteStat
 from evt_toolkit.format.table_version import TEMP_FOLDER
 from evt_toolkit.storage.fs import TableStorage
 from evt_toolkit.storage.ownership import record_ownership
+from evt_toolkit.write.fence import require_inflight, withdraw_if_decided
 from evt_toolkit.write.plan import FileGroupWrite, WriteJobSpec
 
 __all__ = ["base_file_marker_path", "base_file_rows", "write_base_file"]
@@ -156,6 +157,8 @@ def write_base_file(
         raise WriteError(f"instant {spec.instant}: cannot encode records for file group {fg.file_id}: {exc}") from exc
     if storage.exists(rel):
         raise WriteError(f"instant {spec.instant}: base file {storage.full_path(rel)} already exists; not overwriting")
+    what = f"the base file of file group {fg.file_id}"
+    require_inflight(storage, spec, what)  # a late or speculative attempt writes nothing once the instant is decided
     # Recorded before it exists: a rollback deletes exactly the recorded files of the instant (docs/hudi-1x.md §5).
     record_ownership(storage, spec.instant, WRITE, token, [OwnedFile(rel, BASE)])
     _ensure_partition_metafile(storage, spec, fg.partition_path)
@@ -164,6 +167,7 @@ def write_base_file(
         storage.write_bytes_atomic(rel, payload)
     except StorageError as exc:
         raise WriteError(f"instant {spec.instant}: cannot write base file {storage.full_path(rel)}: {exc}") from exc
+    withdraw_if_decided(storage, spec, [rel], what)
     lo_et = hi_et = None
     fld = spec.event_time_field
     if fld and fld in rows.column_names and rows.num_rows:

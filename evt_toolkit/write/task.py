@@ -47,6 +47,7 @@ from evt_toolkit.storage.fs import TableStorage
 from evt_toolkit.storage.ownership import record_ownership
 from evt_toolkit.write.bucket import bucket_ids
 from evt_toolkit.write.create_handle import write_base_file
+from evt_toolkit.write.fence import require_inflight, withdraw_if_decided
 from evt_toolkit.write.plan import FileGroupWrite, WriteJobSpec
 
 __all__ = [
@@ -727,6 +728,8 @@ def write_file_group(
                 f"instant {spec.instant}: log file {storage.full_path(rel)} already exists; not overwriting"
             )
 
+    what = f"the logs of file group {fg.file_id}"
+    require_inflight(storage, spec, what)  # a late or speculative attempt writes nothing once the instant is decided
     # Recorded before they exist: a rollback deletes exactly these files of the instant, whatever their names.
     record_ownership(storage, spec.instant, WRITE, token, [OwnedFile(rel, LOG) for rel in rels])
     ensure_partition_metafile(storage, fg.partition_path, spec.instant, _partition_depth(spec))
@@ -749,5 +752,6 @@ def write_file_group(
         elapsed = int((time.monotonic() - started) * 1000)
         overrides = fmt.delta_stat_fields(write_instant=spec.instant, log_file_name=name)
         written.append(FileWritten(_write_stat(fg, out, name, elapsed, overrides), out.deleted))
+    withdraw_if_decided(storage, spec, rels, what)
     fault_point("write.after_task")
     return written

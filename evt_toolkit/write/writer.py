@@ -72,6 +72,7 @@ from evt_toolkit.write.task import (
 )
 
 if TYPE_CHECKING:
+    from evt_toolkit.storage.fs import TableStorage
     from evt_toolkit.table.table import Table
 
 __all__ = ["Executor", "TaskInput", "local_executor", "write"]
@@ -375,6 +376,13 @@ def _join_pending_buckets(table: Table, instant: str, fgs: list[FileGroupWrite])
         joined = taken.get((fg.partition_path, f"{fg.bucket:08d}")) if fg in new else None
         out.append(fg if joined is None else dataclasses.replace(fg, file_id=joined))
     return out
+
+
+def _reconcile(storage: TableStorage, instant: str, written: set[str]) -> None:
+    """Delete the files a task attempt of ``instant`` recorded that no write stat of the commit lists."""
+    for path in owned_files(storage, instant, [WRITE]):
+        if path not in written:
+            storage.delete_file(path)
 
 
 def _check_new_buckets_still_free(table: Table, instant: str, fgs: list[FileGroupWrite]) -> None:
@@ -707,9 +715,7 @@ def write(
     # HoodieTable.reconcileAgainstMarkers: files a failed task attempt created, which no write stat lists, would be
     # read as part of the committed instant; they go before it completes.
     written = set(metadata.paths())
-    for path in owned_files(storage, instant, [WRITE]):
-        if path not in written:
-            storage.delete_file(path)
+    _reconcile(storage, instant, written)
     if index.kind == BUCKET:
         _check_new_buckets_still_free(table, instant, [fg for fg, _, _ in tasks])
     if not fmt.logs_named_by_deltacommit:
@@ -730,6 +736,10 @@ def write(
         _instant_file(table, instant, COMPLETED, completion), fmt.encode_commit_metadata(metadata.to_record())
     )
     fault_point("write.after_complete")
+    # A late attempt (a speculative copy, or one Spark has not stopped yet) that saw the instant inflight just before
+    # it completed: its files are in the ownership records (recorded before they are written); one written after this
+    # its task deletes itself (evt_toolkit.write.fence).
+    _reconcile(storage, instant, written)
     # Hudi deletes the instant's marker folder once the commit is complete (WriteMarkers.quietDeleteMarkerDir). On
     # object stores that is a LIST and a DELETE per commit for files nothing reads again: they are left there (a clean
     # removes the folders of completed instants).

@@ -273,6 +273,8 @@ def late_write_attempt(spark: Any, root: Path, version: int) -> None:
     case.model = dict(case.history[-2][1])
     case.history.pop()
     case.check("after rolling back the write the late attempt belonged to")
+    late = spark.sparkContext.parallelize([0], 1).map(lambda _: _late(spec, fg, up, de)).collect()[0]
+    case.check(f"a write task attempt that ran after its instant was rolled back ({late})")
 
 
 def _late(spec: WriteJobSpec, fg: FileGroupWrite, up: pa.Table, de: pa.Table) -> str:

@@ -1,0 +1,83 @@
+"""Fencing of late task attempts: a write task writes only while its instant is inflight.
+
+Spark may run an attempt of a write task after the driver has already committed the instant with another attempt's
+files: a speculative copy that lost, or an attempt Spark has not stopped yet (a Python task is killed only after
+``spark.python.task.killTimeout``). Its files, named with the instant and its own write token, would be read as part
+of the completed instant (or, after a rollback, be left on storage), though no commit lists them. A task therefore
+checks the timeline before it writes (:func:`require_inflight`) and again after (:func:`withdraw_if_decided`): files
+written once the instant completed or was rolled back are deleted by the task itself, and the files of a task that
+checked just before the driver completed the instant are recorded in the instant's ownership records, which the
+driver reconciles once more after completing it (:func:`evt_toolkit.write.writer.write`).
+
+Example:
+    >>> require_inflight(storage, spec, "file group 0001")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable
+
+from evt_toolkit.errors import EvtError, WriteError
+from evt_toolkit.format.names import COMPLETED, InstantFileName
+from evt_toolkit.format.table_version import table_version_format
+from evt_toolkit.storage.fs import TableStorage
+from evt_toolkit.write.plan import WriteJobSpec
+
+__all__ = ["instant_state", "require_inflight", "withdraw_if_decided"]
+
+INFLIGHT_STATE = "inflight"
+COMPLETED_STATE = "completed"
+GONE_STATE = "gone"
+
+
+def instant_state(names: Iterable[str], instant: str) -> str:
+    """``completed``, ``inflight`` (requested or inflight) or ``gone`` (rolled back): ``instant``'s state among the
+    timeline file ``names``."""
+    state = GONE_STATE
+    for name in names:
+        parsed = InstantFileName.parse(name)
+        if parsed is None or parsed.requested_time != instant:
+            continue
+        if parsed.state == COMPLETED:
+            return COMPLETED_STATE
+        state = INFLIGHT_STATE
+    return state
+
+
+def _state(storage: TableStorage, spec: WriteJobSpec) -> str:
+    files, _ = storage.list_dir(table_version_format(spec.table_version).timeline_path)
+    return instant_state((f.name for f in files), spec.instant)
+
+
+def require_inflight(storage: TableStorage, spec: WriteJobSpec, what: str) -> None:
+    """Refuse to write ``what`` unless the task's instant is still inflight.
+
+    Raises:
+        WriteError: the instant completed (another attempt's files were committed) or was rolled back.
+    """
+    state = _state(storage, spec)
+    if state != INFLIGHT_STATE:
+        now = "already completed" if state == COMPLETED_STATE else "no longer on the timeline (rolled back)"
+        raise WriteError(
+            f"instant {spec.instant} of {storage.uri} is {now}: this task attempt does not write {what} "
+            "(a late or speculative attempt; the files the commit lists stand)"
+        )
+
+
+def withdraw_if_decided(storage: TableStorage, spec: WriteJobSpec, written: Iterable[str], what: str) -> None:
+    """After writing ``written``: when the instant completed or was rolled back meanwhile, delete them and refuse.
+
+    Raises:
+        WriteError: the files were written after the instant was decided; they are deleted.
+    """
+    state = _state(storage, spec)
+    if state == INFLIGHT_STATE:
+        return
+    for rel in written:
+        with contextlib.suppress(EvtError):
+            storage.delete_file(rel)
+    raise WriteError(
+        f"instant {spec.instant} of {storage.uri} was {'completed' if state == COMPLETED_STATE else 'rolled back'} "
+        f"while this task attempt wrote {what}; its files are deleted (a late or speculative attempt)"
+    )
