@@ -96,6 +96,16 @@ def task_dying_before_return(spec: WriteJobSpec, fg: FileGroupWrite, *args: Any)
     return out
 
 
+def task_always_dying(spec: WriteJobSpec, fg: FileGroupWrite, *args: Any) -> list[FileWritten]:
+    """Every attempt of one group dies once its files are complete: Spark gives up after four attempts."""
+    if fg.partition_path.endswith(DYING_GROUP) and fg.bucket == 0:
+        _note_death()
+        os.environ[ENV_VAR] = "write.after_task"
+    else:
+        os.environ.pop(ENV_VAR, None)
+    return write_file_group(spec, fg, *args)
+
+
 WRITE_TASKS: dict[str, Callable[..., list[FileWritten]]] = {
     "before": task_dying_before,
     "after_files": task_dying_after_files,
@@ -142,6 +152,11 @@ class Case:
         self.history.append((instant, dict(self.model)))
 
     def check(self, what: str) -> None:
+        self.check_answers(what)
+        leftovers = self.unlisted_files()
+        assert not leftovers, f"{what}: data files no completed commit lists: {leftovers}"
+
+    def check_answers(self, what: str) -> None:
         import hudi
 
         self.t.refresh()
@@ -165,8 +180,6 @@ class Case:
         ids = inc["id"].to_pylist()
         assert len(ids) == len(set(ids)), f"{what}: the incremental read returns a record twice"
         assert sorted(ids) == sorted(self.model), f"{what}: the incremental read's keys != model"
-        leftovers = self.unlisted_files()
-        assert not leftovers, f"{what}: data files no completed commit lists: {leftovers}"
 
     def unlisted_files(self) -> list[str]:
         """Data files on storage that no completed commit lists (and that are not a compaction's links or copies)."""
@@ -224,6 +237,67 @@ def write_retry(spark: Any, root: Path, version: int, point: str, dataframe: boo
     case.check("after a clean")
 
 
+def write_gives_up(spark: Any, root: Path, version: int, dataframe: bool) -> None:
+    """Every attempt of one group task dies after writing its logs: the write fails with a ``WriteError`` and stays
+    inflight (readers ignore it, four attempts' files on storage); rolling it back leaves no file, and writing the
+    batch again commits it."""
+    from evt_toolkit.errors import WriteError
+    from evt_toolkit.spark.executor import spark_executor, write_dataframe
+
+    case = Case(root / f"give-up-{int(dataframe)}", version)
+    first = case.batch(8)
+    case.committed(case.t.write(first), first)
+    df = case.batch(8, start=4)
+    before = deaths()
+    try:
+        if dataframe:
+            write_dataframe(case.t, spark.createDataFrame(df), "upsert", task=task_always_dying)
+        else:
+            case.t.write(df, executor=spark_executor(spark, task_always_dying))
+    except WriteError:
+        pass
+    else:
+        raise AssertionError("a write whose task failed four times committed")
+    assert deaths() - before >= 4, f"Spark did not retry the task four times ({deaths() - before} deaths)"
+    case.t.refresh()
+    pending = [i.time for i in case.t.timeline.instants if not i.is_completed]
+    assert len(pending) == 1, f"expected the failed write inflight, found {pending}"
+    case.check_answers("a write whose task failed on every attempt")
+    case.t.rollback(pending[0])
+    case.check("after rolling back the failed write")
+    case.committed(case.t.write(df, executor=spark_executor(spark)), df)
+    case.check("after writing the batch again")
+
+
+def compaction_gives_up(spark: Any, root: Path, version: int) -> None:
+    """Every attempt of one compaction operation dies after its base file: the run fails with an ``EvtError``, the
+    plan stays inflight, answers are unchanged; running it again on Spark commits it."""
+    from evt_toolkit.compaction.strategy import UnBoundedCompactionStrategy
+    from evt_toolkit.errors import EvtError
+
+    case = Case(root / "c-give-up", version)
+    for start in (0, 4, 2):
+        df = case.batch(8, start=start)
+        case.committed(case.t.write(df), df)
+    c = case.t.compaction.schedule(UnBoundedCompactionStrategy())
+    assert c is not None
+    try:
+        case.t.compaction.run(c, spark=spark, fault_hook=_always_dying_hook)
+    except EvtError:
+        pass
+    else:
+        raise AssertionError("a compaction whose task failed four times committed")
+    case.check_answers("a compaction whose task failed on every attempt")
+    case.t.compaction.run(c, spark=spark)
+    case.check("after running the compaction again")
+
+
+def _always_dying_hook(task: Any, at: str) -> None:
+    if at == "written" and task.index == 0:
+        _note_death()
+        os._exit(3)
+
+
 def compaction_retry(spark: Any, root: Path, version: int, stage: str) -> None:
     """A compaction on Spark whose first attempt of one operation dies at ``stage`` (``merged``: before its base
     file; ``written``: after it); Spark retries the task and the compaction commits."""
@@ -277,6 +351,41 @@ def late_write_attempt(spark: Any, root: Path, version: int) -> None:
     case.check(f"a write task attempt that ran after its instant was rolled back ({late})")
 
 
+def late_compaction_attempt(spark: Any, root: Path, version: int) -> None:
+    """A compaction task attempt that runs on after the compaction committed (a speculative copy or lost retry): its
+    outputs carry the plan's names, so it rewrites the committed base file and carry-over log; they must come out
+    byte for byte the same, and nothing else may be added."""
+    from evt_toolkit.compaction.merge_task import run_merge_task
+    from evt_toolkit.compaction.strategy import UnBoundedCompactionStrategy
+
+    case = Case(root / "late-compaction", version)
+    for start in (0, 4, 2):
+        df = case.batch(8, start=start)
+        case.committed(case.t.write(df), df)
+    c = case.t.compaction.schedule(UnBoundedCompactionStrategy())
+    assert c is not None
+    tasks: list[Any] = []
+    case.t.compaction.run(c, fault_hook=lambda task, at: tasks.append(task) if at == "merged" else None)
+    case.check(f"v{version} compaction run locally")
+    before = {p: p.read_bytes() for p in case.path.rglob("*") if p.is_file() and ".hoodie" not in p.parts}
+    from dataclasses import replace
+
+    task = replace(tasks[0], fault_hook=None, cancel=None)  # as Spark ships it: no local hook, no local cancel event
+    late = spark.sparkContext.parallelize([0], 1).map(lambda _: _late_merge(run_merge_task, task)).collect()[0]
+    after = {p: p.read_bytes() for p in case.path.rglob("*") if p.is_file() and ".hoodie" not in p.parts}
+    changed = sorted(str(p.relative_to(case.path)) for p in after if before.get(p) != after[p])
+    assert not changed, f"a late compaction attempt ({late}) changed or added data files: {changed}"
+    case.check(f"v{version}: a compaction task attempt that ran after the commit ({late})")
+
+
+def _late_merge(run: Callable[[Any], Any], task: Any) -> str:
+    try:
+        run(task)
+    except Exception as exc:  # a refusal is a fence
+        return f"refused: {type(exc).__name__}"
+    return "rewrote its outputs"
+
+
 def _late(spec: WriteJobSpec, fg: FileGroupWrite, up: pa.Table, de: pa.Table) -> str:
     try:
         out = write_file_group(spec, fg, up, de, fg.bucket, 0, 99999)
@@ -298,8 +407,13 @@ def scenarios(full: bool) -> dict[str, Callable[[Any, Path], None]]:
         for stage in ("merged", "written"):
             out[f"compaction-v{v}-{stage}"] = lambda s, r, v=v, st=stage: compaction_retry(s, r, v, st)
         out[f"late-v{v}"] = lambda s, r, v=v: late_write_attempt(s, r, v)
+        out[f"give-up-v{v}-df"] = lambda s, r, v=v: write_gives_up(s, r, v, True)
+        out[f"compaction-give-up-v{v}"] = lambda s, r, v=v: compaction_gives_up(s, r, v)
+        out[f"late-compaction-v{v}"] = lambda s, r, v=v: late_compaction_attempt(s, r, v)
     if not full:
         out["late-v6"] = lambda s, r: late_write_attempt(s, r, 6)
+        out["give-up-v6-ex"] = lambda s, r: write_gives_up(s, r, 6, False)
+        out["late-compaction-v6"] = lambda s, r: late_compaction_attempt(s, r, 6)
         out["write-v6-after_files-ex"] = lambda s, r: write_retry(s, r, 6, "after_files", False)
     return out
 

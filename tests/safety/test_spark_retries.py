@@ -8,8 +8,14 @@ worker:
   (:func:`~evt_toolkit.spark.executor.write_dataframe`) whose dying attempt wrote nothing, wrote its ownership
   record, marker and complete logs, left its last log half written, or completed everything but returning;
 * compactions on Spark whose first attempt of one operation dies before or after writing its base file;
-* a write task attempt that runs on after the driver committed (a speculative copy or lost retry that Spark has not
-  stopped yet): it must neither add a file to the committed instant nor leave one no commit lists.
+* a write and a compaction whose task dies on every attempt: Spark gives up after four, the operation fails with an
+  ``EvtError`` and stays inflight with answers unchanged; the documented recovery (roll the write back and write
+  again, run the compaction again) restores the answer and leaves no file of the dead attempts;
+* a write task attempt that runs on after the driver committed, or after its instant was rolled back (a speculative
+  copy or lost retry that Spark has not stopped yet): it must neither add a file to the committed instant nor leave
+  one no commit lists;
+* a compaction task attempt that runs on after the compaction committed: its outputs carry the plan's names, so it
+  rewrites them; they must come out byte for byte the same, with nothing added.
 
 Each scenario checks that a first attempt really died, then the table against a plain dict model and hudi-rs
 (snapshot, time travel to every write, the incremental read has each key once), that no data file is left that no
