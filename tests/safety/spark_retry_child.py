@@ -13,6 +13,7 @@ import json
 import os
 import sys
 import tempfile
+import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -269,6 +270,72 @@ def write_gives_up(spark: Any, root: Path, version: int, dataframe: bool) -> Non
     case.check("after writing the batch again")
 
 
+def _role_task(failing: str, straggler: str, spec: WriteJobSpec, fg: FileGroupWrite, *args: Any) -> list[FileWritten]:
+    """``failing``'s task fails on every attempt; ``straggler``'s task waits until its instant was rolled back (Spark
+    cancelled it when the job failed, but a Python task is killed only after ``spark.python.task.killTimeout``), then
+    tries to write."""
+
+    from evt_toolkit.storage.fs import TableStorage
+    from evt_toolkit.write.fence import INFLIGHT_STATE, instant_state
+
+    if fg.file_id == failing:
+        raise RuntimeError("this file group's task fails on every attempt")
+    if fg.file_id == straggler and _first_attempt():
+        storage = TableStorage.from_uri(spec.table_uri, spec.storage_options)
+        timeline = ".hoodie/timeline" if spec.table_version >= 8 else ".hoodie"
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            files, _ = storage.list_dir(timeline)
+            if instant_state((f.name for f in files), spec.instant) != INFLIGHT_STATE:
+                break
+            time.sleep(0.1)
+        outcome = "refused"
+        try:
+            out = write_file_group(spec, fg, *args)
+            outcome = f"wrote {[f.stat.path for f in out]}"
+            return out
+        finally:
+            Path(os.environ[DEATHS_VAR], f"straggler-{spec.instant}").write_text(outcome)
+    return write_file_group(spec, fg, *args)
+
+
+def straggler_after_rollback(spark: Any, root: Path, version: int) -> None:
+    """A write whose job fails (one task fails four times) while another task of it still runs: the driver raises,
+    the failed write is rolled back at once, and the straggler goes on to write after the rollback. Nothing it writes
+    may stay on storage."""
+    import functools
+
+    from evt_toolkit.errors import WriteError
+    from evt_toolkit.spark.executor import spark_executor
+
+    case = Case(root / "straggler", version)
+    first = case.batch(8)
+    case.committed(case.t.write(first), first)
+    df = case.batch(8, start=4)
+
+    def executor(spec: WriteJobSpec, items: list[tuple[FileGroupWrite, pa.Table, pa.Table]]) -> Any:
+        roles = functools.partial(_role_task, items[0][0].file_id, items[1][0].file_id)
+        return spark_executor(spark, roles)(spec, items)
+
+    try:
+        case.t.write(df, executor=executor)
+    except WriteError:
+        pass
+    else:
+        raise AssertionError("a write whose task failed four times committed")
+    case.t.refresh()
+    pending = [i.time for i in case.t.timeline.instants if not i.is_completed]
+    assert len(pending) == 1, f"expected the failed write inflight, found {pending}"
+    case.t.rollback(pending[0])
+    note = Path(os.environ[DEATHS_VAR], f"straggler-{pending[0]}")
+    deadline = time.monotonic() + 40
+    while not note.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert note.exists(), "the straggler never got to write (Spark stopped it first)"
+    time.sleep(0.5)
+    case.check(f"v{version}: a task of a failed write that ran on after the write was rolled back ({note.read_text()})")
+
+
 def compaction_gives_up(spark: Any, root: Path, version: int) -> None:
     """Every attempt of one compaction operation dies after its base file: the run fails with an ``EvtError``, the
     plan stays inflight, answers are unchanged; running it again on Spark commits it."""
@@ -409,6 +476,7 @@ def scenarios(full: bool) -> dict[str, Callable[[Any, Path], None]]:
         out[f"late-v{v}"] = lambda s, r, v=v: late_write_attempt(s, r, v)
         out[f"give-up-v{v}-df"] = lambda s, r, v=v: write_gives_up(s, r, v, True)
         out[f"compaction-give-up-v{v}"] = lambda s, r, v=v: compaction_gives_up(s, r, v)
+        out[f"straggler-v{v}"] = lambda s, r, v=v: straggler_after_rollback(s, r, v)
         out[f"late-compaction-v{v}"] = lambda s, r, v=v: late_compaction_attempt(s, r, v)
     if not full:
         out["late-v6"] = lambda s, r: late_write_attempt(s, r, 6)
@@ -427,15 +495,19 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="evt-retries-"))
     (root / "deaths").mkdir()
     os.environ[DEATHS_VAR] = str(root / "deaths")  # before the session starts: its Python workers inherit it
-    spark = get_or_create_session(master="local[2,4]")
+    # A cancelled Python task is killed only after spark.python.task.killTimeout: long enough here that a straggler
+    # of a failed job really runs on after the driver gave up.
+    spark = get_or_create_session(master="local[2,4]", extra_conf={"spark.python.task.killTimeout": "60s"})
     results: dict[str, str] = {}
     try:
         for name, run in scenarios(full).items():
             if wanted and name not in wanted:
                 continue
+            started = time.monotonic()
             try:
                 run(spark, root / name)
                 results[name] = "ok"
+                print(f"{name}: ok in {time.monotonic() - started:.1f}s", file=sys.stderr)
             except Exception as exc:
                 results[name] = f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-1500:]}"
             Path(out_file).write_text(json.dumps(results, indent=1))

@@ -14,6 +14,9 @@ worker:
 * a write task attempt that runs on after the driver committed, or after its instant was rolled back (a speculative
   copy or lost retry that Spark has not stopped yet): it must neither add a file to the committed instant nor leave
   one no commit lists;
+* a write whose job fails (one task fails four times) while another of its tasks still runs (the session's
+  ``spark.python.task.killTimeout`` is long, so Spark's cancelled task really runs on): the failed write is rolled
+  back at once and the straggler then tries to write; nothing it writes may stay on storage;
 * a compaction task attempt that runs on after the compaction committed: its outputs carry the plan's names, so it
   rewrites them; they must come out byte for byte the same, with nothing added.
 
