@@ -866,3 +866,25 @@ class TestDispatch:
             decode_parquet_data_block(block, content)
         with pytest.raises(LogFormatError, match="not a Parquet file"):
             decode_parquet_data_block(block, b"nope")
+
+    @pytest.mark.parametrize("where", ["column name", "nested field name"])
+    def test_parquet_block_with_invalid_utf8_is_a_log_format_error(self, where: str) -> None:
+        """A Parquet block whose bytes decode but hold a field name that is not UTF-8 (a flipped byte in a log
+        written by Hudi) is refused at the block, not handed on to fail later with a UnicodeDecodeError."""
+        import pyarrow.parquet as pq
+
+        data = pa.table(
+            {
+                "colname1": ["value111", "value222"],
+                "outer": pa.array([{"nestedf1": 1}, {"nestedf1": 2}], pa.struct([("nestedf1", pa.int64())])),
+            }
+        )
+        sink = io.BytesIO()
+        pq.write_table(data, sink, store_schema=False, compression="NONE", use_dictionary=False)
+        target = {"column name": b"colname1", "nested field name": b"nestedf1"}[where]
+        raw = sink.getvalue()
+        assert target in raw
+        bad = raw.replace(target, target[:2] + b"\xb9" + target[3:])  # same length: the framing still holds
+        block, content = single_block(encode_block(BlockType.PARQUET_DATA, {}, bad))
+        with pytest.raises(LogFormatError, match="Parquet data block"):
+            decode_parquet_data_block(block, content)
