@@ -689,7 +689,7 @@ class BoundedSliceMerge:
                 rows_per_batch = max(1024, min(1 << 20, self.budget.batch_bytes // 256))
                 for rb in pf.iter_batches(batch_size=rows_per_batch):
                     self._spill.write("base", conform(pa.Table.from_batches([rb]), ctx.schema, self.base_file.path))
-            except (pa.ArrowInvalid, OSError) as exc:
+            except (pa.ArrowInvalid, OSError, UnicodeDecodeError) as exc:
                 raise ReadError(f"cannot read base file {self.base_file.path}: {exc}") from exc
 
     # -- parts ----------------------------------------------------------------------------------------------------

@@ -565,7 +565,30 @@ def decode_parquet_data_block(block: LogBlock, content: bytes) -> pa.Table:
     """
     if len(content) < 12 or content[:4] != b"PAR1" or content[-4:] != b"PAR1":
         raise LogFormatError("Parquet data block content is not a Parquet file", block.log_file, block.offset)
-    return _guard(block, "Parquet data block", lambda: pq.read_table(pa.BufferReader(content)))
+    return _guard(block, "Parquet data block", lambda: _checked(pq.read_table(pa.BufferReader(content))))
+
+
+def _field_names(t: pa.DataType) -> None:
+    for i in range(t.num_fields):
+        _ = t.field(i).name
+        _field_names(t.field(i).type)
+
+
+def check_decoded_names(schema: pa.Schema) -> None:
+    """Raises ``UnicodeDecodeError`` when a field name of ``schema``, nested ones included, is not UTF-8.
+
+    Arrow decodes a Parquet file's field names to ``str`` only when they are asked for, so a flipped byte in a name
+    would otherwise surface far from the file that holds it.
+    """
+    for f in schema:
+        _ = f.name
+        _field_names(f.type)
+
+
+def _checked(table: pa.Table) -> pa.Table:
+    check_decoded_names(table.schema)
+    table.validate()
+    return table
 
 
 # Arrow type of each wrapper's unwrapped value. DateWrapper and TimestampMicrosWrapper hold raw days and
@@ -723,6 +746,7 @@ def read_block_records(f: BinaryIO, block: LogBlock, reader_schema: dict[str, An
 __all__ = [
     "DECODE_CHUNK_BYTES",
     "DELETE_RECORD_LIST_SCHEMA",
+    "check_decoded_names",
     "decode_avro_data_block",
     "decode_avro_data_blocks",
     "decode_data_block",

@@ -32,7 +32,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from evt_toolkit.errors import ReadError, UnsupportedFeatureError
-from evt_toolkit.format.log_content import decode_avro_data_blocks, decode_data_block, decode_delete_block
+from evt_toolkit.format.log_content import (
+    check_decoded_names,
+    decode_avro_data_blocks,
+    decode_data_block,
+    decode_delete_block,
+)
 from evt_toolkit.format.logfile import BlockType, LogBlock, read_block_content, scan_log_blocks
 from evt_toolkit.read.conform import conform, conform_runs, require_columns
 from evt_toolkit.read.keys import derive_record_keys
@@ -333,9 +338,11 @@ def read_base_file(ctx: SliceReadContext, base: BaseFile, columns: Sequence[str]
                 table = pq.read_table(f)
             else:
                 pf = pq.ParquetFile(f)
+                check_decoded_names(pf.schema_arrow)
                 present = set(pf.schema_arrow.names)
                 table = pf.read(columns=[c for c in columns if c in present])
-        except (pa.ArrowInvalid, OSError) as exc:
+            check_decoded_names(table.schema)
+        except (pa.ArrowInvalid, OSError, UnicodeDecodeError) as exc:
             raise ReadError(f"cannot read base file {base.path}: {exc}") from exc
     return conform(table, schema, base.path)
 

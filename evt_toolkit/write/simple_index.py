@@ -77,7 +77,7 @@ def key_locations(table: Table, partitions: Iterable[str]) -> pa.Table:
             # Only the key column's pages are read (ranged reads on object stores), as HoodieKeyLocationFetchHandle.
             with table.storage.open_input(bf.path) as f:
                 keys = pq.read_table(f, columns=[_KEY])[_KEY]
-        except (StorageError, pa.ArrowException, OSError) as exc:
+        except (StorageError, pa.ArrowException, OSError, UnicodeDecodeError) as exc:
             raise WriteError(
                 f"cannot read the record keys of base file {table.storage.full_path(bf.path)}: {exc}"
             ) from exc
