@@ -19,9 +19,10 @@ import contextlib
 from collections.abc import Iterable
 
 from evt_toolkit.errors import EvtError, WriteError
-from evt_toolkit.format.names import COMPLETED, InstantFileName
+from evt_toolkit.format.names import COMPLETED, INFLIGHT, REQUESTED, InstantFileName
 from evt_toolkit.format.table_version import table_version_format
 from evt_toolkit.storage.fs import TableStorage
+from evt_toolkit.table.timeline import DELTA_COMMIT
 from evt_toolkit.write.plan import WriteJobSpec
 
 __all__ = ["instant_state", "require_inflight", "withdraw_if_decided"]
@@ -46,7 +47,17 @@ def instant_state(names: Iterable[str], instant: str) -> str:
 
 
 def _state(storage: TableStorage, spec: WriteJobSpec) -> str:
-    files, _ = storage.list_dir(table_version_format(spec.table_version).timeline_path)
+    fmt = table_version_format(spec.table_version)
+    if fmt.timeline_layout < 2:
+        # Layout 1 names every state of the deltacommit without a completion time: two HEADs (or stats) instead of
+        # a listing of the whole timeline folder, which grows with every instant and costs every write task twice.
+        if storage.is_file(fmt.instant_path(spec.instant, DELTA_COMMIT, COMPLETED)):
+            return COMPLETED_STATE
+        if any(storage.is_file(fmt.instant_path(spec.instant, DELTA_COMMIT, s)) for s in (INFLIGHT, REQUESTED)):
+            return INFLIGHT_STATE
+        return GONE_STATE
+    # Layout 2 names the completed file with its completion time, which only a listing finds.
+    files, _ = storage.list_dir(fmt.timeline_path)
     return instant_state((f.name for f in files), spec.instant)
 
 
