@@ -5,7 +5,8 @@
 #   bash scripts/test.sh [pytest args...]     (arguments replace the default: tests notebooks)
 # Real Hudi tables are read from ../shared/fixtures (EVT_SHARED_DIR overrides); tests needing them skip with a
 # reason when absent. EVT_FUZZ_EXAMPLES sets the fuzz test's example count (default keeps CI fast). The demo table is
-# built once into demo_tables/flights (EVT_DEMO_TABLE overrides) and reused.
+# built once into demo_tables/flights (EVT_DEMO_TABLE overrides) and reused. The 30 slowest tests are listed at the
+# end, to keep the suite's time in view.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV="${EVT_VENV:-.venv}"
@@ -24,7 +25,7 @@ echo "== pytest (tests + notebooks)"
 if [ "$#" -eq 0 ]; then
   set -- tests notebooks
 fi
-"$VENV/bin/python" -m pytest \
+"$VENV/bin/python" -m pytest --durations=30 \
   --nbval-lax --nbval-current-env --nbval-cell-timeout=300 \
   --nbval-sanitize-with notebooks/nbval_sanitize.cfg \
   "$@"

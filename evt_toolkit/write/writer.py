@@ -47,7 +47,7 @@ from evt_toolkit.storage.ownership import drop_ownership, owned_files, unschedul
 from evt_toolkit.table.fs_view import FileSystemView, list_partition_files
 from evt_toolkit.table.guards import has_metadata_table, require_writable
 from evt_toolkit.table.schema import latest_avro_schema
-from evt_toolkit.table.timeline import COMMIT, COMPACTION
+from evt_toolkit.table.timeline import COMMIT, COMPACTION, Timeline
 from evt_toolkit.write.index import BUCKET, WriteIndex, check_writable_1x, resolve_write_index
 from evt_toolkit.write.instants import new_instant_time
 from evt_toolkit.write.metadata_sync import added_files, sync_files_partition
@@ -301,7 +301,7 @@ def _existing_slices(table: Table) -> list[ExistingSlice]:
     ]
 
 
-def _check_slices_still_latest(table: Table, instant: str, fgs: list[FileGroupWrite]) -> None:
+def _check_slices_still_latest(table: Table, instant: str, fgs: list[FileGroupWrite], timeline: Timeline) -> None:
     """Refuse to complete a version-6 write whose logs went to a slice a compaction scheduled meanwhile supersedes.
 
     A v6 log belongs to the slice named in its file name. A writer picks its slices before its ``requested`` file
@@ -318,7 +318,7 @@ def _check_slices_still_latest(table: Table, instant: str, fgs: list[FileGroupWr
         return
     # The written partitions only: a second listing of the whole table per write would cost a table of many
     # partitions (on an object store, a LIST request each) as much as the write's own view did.
-    view = FileSystemView(table.config, table.refresh().timeline, list_partition_files(table.storage, partitions))
+    view = FileSystemView(table.config, timeline, list_partition_files(table.storage, partitions))
     latest = {(s.partition_path, s.file_id): s.base_instant for s in view.latest_file_slices()}
     pending = {inst.time for inst in view.pending_compaction_operations.values()}
     written = {fg.base_instant for fg in fgs if not fg.is_new_file_group}
@@ -363,7 +363,7 @@ def _join_pending_buckets(table: Table, instant: str, fgs: list[FileGroupWrite])
     log is named after its slice's base instant — the other write's — and would go with it: there the new file group
     stays, and the check after the logs refuses whichever of the two sees the other's completed.
     """
-    new = [fg for fg in fgs if fg.is_new_file_group and not fg.creates_base_file]
+    new = _new_buckets(fgs)
     if not new or not table.format.logs_named_by_deltacommit:
         return fgs
     pending = {i.time for i in table.timeline.instants if not i.is_completed}
@@ -385,7 +385,24 @@ def _reconcile(storage: TableStorage, instant: str, written: set[str]) -> None:
             storage.delete_file(path)
 
 
-def _check_new_buckets_still_free(table: Table, instant: str, fgs: list[FileGroupWrite]) -> None:
+def _new_buckets(fgs: list[FileGroupWrite]) -> list[FileGroupWrite]:
+    """The file groups a write creates for a bucket without a base file (the ones two writes may both create)."""
+    return [fg for fg in fgs if fg.is_new_file_group and not fg.creates_base_file]
+
+
+def _new_bucket_files(table: Table, fgs: list[FileGroupWrite]) -> list[tuple[str, str, str]]:
+    """The files of the partitions where a write creates a bucket's file group (none: nothing is listed)."""
+    new = _new_buckets(fgs)
+    return _bucket_files(table, sorted({fg.partition_path for fg in new})) if new else []
+
+
+def _check_new_buckets_still_free(
+    table: Table,
+    instant: str,
+    fgs: list[FileGroupWrite],
+    files: list[tuple[str, str, str]],
+    timeline: Timeline,
+) -> None:
     """Refuse to complete a write that created a bucket's file group when another file group of that bucket exists.
 
     A write plans a new file group for a bucket that has none when it looks at the table; another write may do the
@@ -398,17 +415,15 @@ def _check_new_buckets_still_free(table: Table, instant: str, fgs: list[FileGrou
     completed (or archived) one counts, so that a failed write left pending does not block the bucket: the write
     that looks after the other completed fails; two that both look while the other is still pending both complete
     (a window of milliseconds the version-6 naming leaves open). Files of rolled-back writes never count.
+    ``files`` (:func:`_new_bucket_files`) are listed before ``timeline`` is loaded, so that a write whose files are
+    listed and which completed before the load is seen completed.
 
     Raises:
         WriteError: naming the bucket, both file groups and the other instant; the write is left inflight (roll it
             back and write again: the next attempt writes into the file group that is there).
     """
-    new = [fg for fg in fgs if fg.is_new_file_group and not fg.creates_base_file]
-    if not new:
-        return
-    files = _bucket_files(table, sorted({fg.partition_path for fg in new}))
+    new = _new_buckets(fgs)
     joinable = table.format.logs_named_by_deltacommit
-    timeline = table.refresh().timeline
     known = {i.time for i in timeline.instants}
     for fg in new:
         bucket = f"{fg.bucket:08d}"
@@ -428,7 +443,7 @@ def _check_new_buckets_still_free(table: Table, instant: str, fgs: list[FileGrou
             )
 
 
-def _check_no_later_compaction(table: Table, instant: str, fgs: list[FileGroupWrite]) -> None:
+def _check_no_later_compaction(table: Table, instant: str, fgs: list[FileGroupWrite], timeline: Timeline) -> None:
     """Refuse to complete a 1.x write when a compaction requested after its instant plans one of its file groups.
 
     A 1.x log joins the slice of the latest base instant at or before its deltacommit's *completion* time and
@@ -446,7 +461,6 @@ def _check_no_later_compaction(table: Table, instant: str, fgs: list[FileGroupWr
     mine = {(fg.partition_path, fg.file_id) for fg in fgs}
     if not mine:
         return
-    timeline = table.refresh().timeline
     for inst in timeline.instants:
         if inst.time <= instant or inst.action not in (COMPACTION, COMMIT):
             continue
@@ -716,12 +730,17 @@ def write(
     # read as part of the committed instant; they go before it completes.
     written = set(metadata.paths())
     _reconcile(storage, instant, written)
+    # The checks before completing share one load of the timeline, taken after the logs were written and after the
+    # bucket check's listing (the slice check lists its partitions after it).
+    groups = [fg for fg, _, _ in tasks]
+    bucket_files = _new_bucket_files(table, groups) if index.kind == BUCKET else []
+    timeline = table.refresh().timeline
     if index.kind == BUCKET:
-        _check_new_buckets_still_free(table, instant, [fg for fg, _, _ in tasks])
+        _check_new_buckets_still_free(table, instant, groups, bucket_files, timeline)
     if not fmt.logs_named_by_deltacommit:
-        _check_slices_still_latest(table, instant, [fg for fg, _, _ in tasks])
+        _check_slices_still_latest(table, instant, groups, timeline)
     else:
-        _check_no_later_compaction(table, instant, [fg for fg, _, _ in tasks])
+        _check_no_later_compaction(table, instant, groups, timeline)
     # A metadata table lists the instant's files before the instant completes (HoodieTable.writeTableMetadata).
     if has_metadata_table(table):
         sync_files_partition(table, instant, added=added_files(storage, written))
