@@ -26,6 +26,7 @@ import pytest
 
 import evt_toolkit as evt
 from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
+from evt_toolkit.compaction.event_times import clear_cache as clear_event_time_cache
 from evt_toolkit.widgets.models import CompactionRunnerModel, ThresholdPreviewModel
 from tests.conftest import SKIP_NO_SHARED
 from tests.mdt.mdt_helpers import copy_fixture, rs_read
@@ -180,3 +181,43 @@ def test_a_read_on_a_handle_whose_files_a_clean_removed_says_to_refresh(tmp_path
         notebook.read()
     assert_same_rows(notebook.refresh().read(), evt.HudiTable.open(t.path).read())
     assert notebook.read().num_rows == before.num_rows  # the same keys; the later writes only updated two of them
+
+
+@pytest.mark.parametrize("version", [6, 9])
+def test_every_call_on_a_handle_whose_files_a_clean_removed_says_to_refresh(tmp_path: Path, version: int) -> None:
+    """The same out-of-date handle as above, for the calls other than ``read`` that open the files its view lists
+    (the preview's header scan, the freshness and metrics, the inspector): each either answers as the handle's
+    state did or fails whole with the ``refresh()`` hint naming the missing file, and after ``refresh()`` answers
+    as a fresh handle does. One stale handle per call (a call may refresh its handle)."""
+    t = _table(tmp_path, version)
+    t.write(rows([0, 1], 20, 200))
+    calls = {
+        "preview": lambda h: h.compaction.preview(EventTimeBasedCompactionStrategy(threshold=BASE + 10_000)).summary,
+        "ro_freshness": lambda h: h.ro_freshness(now_ms=BASE),
+        "metrics": lambda h: h.metrics(now_ms=BASE),
+        "inspect": lambda h: h.inspect.log_blocks().to_pylist(),
+    }
+    notebooks = {name: evt.HudiTable.open(t.path) for name in calls}
+    for h in notebooks.values():
+        assert h.file_slices().num_rows > 0  # the handle lists the table now
+    other = evt.HudiTable.open(t.path)
+    for i in range(2):
+        c = other.compaction.schedule(EventTimeBasedCompactionStrategy(threshold=BASE + 10_000))
+        assert c is not None
+        other.compaction.run(c)
+        other.write(rows([2, 3], 30 + i, 300 + i))
+    assert other.clean(policy="KEEP_LATEST_FILE_VERSIONS", retained=1, dry_run=False).deleted
+    failed = []
+    for name, call in calls.items():
+        # The other handle is usually another process, whose event-time facts this process never saw.
+        clear_event_time_cache()
+        try:
+            call(notebooks[name])
+        except evt.ObjectNotFoundError as exc:
+            assert "call refresh()" in str(exc), f"{name}: {exc}"
+            assert str(tmp_path) in str(exc), f"{name} names no file: {exc}"
+            failed.append(name)
+    assert "inspect" in failed, "the inspector opens the logs the clean removed"
+    fresh = evt.HudiTable.open(t.path)
+    for name, call in calls.items():
+        assert repr(call(notebooks[name].refresh())) == repr(call(fresh)), name
