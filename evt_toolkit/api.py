@@ -37,7 +37,7 @@ from evt_toolkit.services.rollback import RollbackResult, rollback
 from evt_toolkit.spark.executor import spark_executor, write_dataframe
 from evt_toolkit.table.guards import has_metadata_table, metadata_partitions
 from evt_toolkit.table.inspect import Inspect
-from evt_toolkit.table.table import Table
+from evt_toolkit.table.table import Table, listed_files_may_be_gone
 from evt_toolkit.table.timeline import Instant
 from evt_toolkit.write.create import create_table
 from evt_toolkit.write.writer import write
@@ -179,7 +179,8 @@ class HudiTable(Table):
             1735689600000
         """
 
-        return ro_freshness(self, now_ms=now_ms)
+        with listed_files_may_be_gone():
+            return ro_freshness(self, now_ms=now_ms)
 
     def metrics(self, now_ms: int | None = None) -> TableMetrics:
         """The RFC's compaction metrics; see :func:`evt_toolkit.compaction.metrics.metrics`.
@@ -188,7 +189,8 @@ class HudiTable(Table):
             >>> print(t.metrics().to_prometheus())  # doctest: +SKIP
         """
 
-        return metrics(self, now_ms)
+        with listed_files_may_be_gone():
+            return metrics(self, now_ms)
 
     @cached_property
     def metadata_table(self) -> MetadataTableNamespace:
@@ -314,7 +316,8 @@ class CompactionNamespace:
             14
         """
         table = self._table
-        slices = slice_set(table, self._field(strategy))
+        with listed_files_may_be_gone():
+            slices = slice_set(table, self._field(strategy))
         if "pending_table_services" not in kwargs:
             tl = table.timeline
             kwargs["pending_table_services"] = tuple(

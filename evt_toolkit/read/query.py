@@ -10,10 +10,9 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 
-from evt_toolkit.errors import ObjectNotFoundError
 from evt_toolkit.read.conform import require_columns
 from evt_toolkit.read.plan import plan_query, read_planned
-from evt_toolkit.table.table import Table
+from evt_toolkit.table.table import Table, listed_files_may_be_gone
 
 __all__ = ["read_table"]
 
@@ -39,16 +38,9 @@ def read_table(
     if columns is not None:
         columns = list(columns)
         require_columns(plan.spec.schema, columns)  # before any read, also when the plan reads nothing
-    try:
+    with listed_files_may_be_gone():
         storage.prefetch(plan.paths())  # object stores: every file in parallel, so the reads below cost no request
         parts = [read_planned(plan.spec, r, storage, columns) for r in plan.reads]
-    except ObjectNotFoundError as exc:
-        # A file the loaded view planned is gone: another process cleaned, compacted or rolled back since this
-        # object listed the table (Spark says the same: "REFRESH TABLE"). Never a partial answer.
-        raise ObjectNotFoundError(
-            f"{exc}; the table changed since this object loaded it (a clean, rollback or compaction elsewhere): "
-            "call refresh() on it and read again"
-        ) from None
     if parts:
         return pa.concat_tables(parts)
     empty = plan.spec.schema.empty_table()

@@ -7,12 +7,13 @@ layers take a ``Table`` so that they never import the facade.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, Self
 
 import pyarrow as pa
 
-from evt_toolkit.errors import TimelineError, UnsupportedTableError
+from evt_toolkit.errors import ObjectNotFoundError, TimelineError, UnsupportedTableError
 from evt_toolkit.format.table_version import TableVersionFormat, table_version_format
 from evt_toolkit.storage.fs import TableStorage
 from evt_toolkit.table.config import TableConfig, load_table_config
@@ -35,6 +36,30 @@ FILE_SLICES_SCHEMA = pa.schema(
     ]
 )
 """Columns of :meth:`Table.file_slices`; log files are in replay order (oldest first)."""
+
+#: Appended to an :class:`ObjectNotFoundError` raised while reading files a loaded view listed.
+CHANGED_SINCE_LOADED = (
+    "the table changed since this object loaded it (a clean, rollback or compaction elsewhere): call refresh() on it "
+    "and try again"
+)
+
+
+@contextmanager
+def listed_files_may_be_gone() -> Iterator[None]:
+    """Around reads of files a loaded view listed: a file that is gone means the table moved on since the view was
+    loaded (another process cleaned, compacted or rolled back), so the error says to refresh, as Spark's
+    "REFRESH TABLE" hint does. Never turned into a partial answer.
+
+    Raises:
+        ObjectNotFoundError: the original one, its message followed by :data:`CHANGED_SINCE_LOADED`.
+    """
+    try:
+        yield
+    except ObjectNotFoundError as exc:
+        if CHANGED_SINCE_LOADED in str(exc):
+            raise
+        raise ObjectNotFoundError(f"{exc}; {CHANGED_SINCE_LOADED}") from None
+
 
 #: How often building the view lists the table again because a clean or rollback moved on while it listed.
 VIEW_LISTING_ATTEMPTS = 5
