@@ -411,6 +411,32 @@ def _untouched(t: evt.HudiTable, instant: str, before: dict[Any, Any], writes: l
     assert not [p for p in Path(t.path).rglob("*") if p.name.endswith(".tmp") or "spill" in p.name]
 
 
+def test_a_full_spill_disk_fails_the_run_naming_the_spill_folder_and_leaves_nothing(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The disk under ``hoodie.memory.spillable.map.path`` is full (every spilled partition a write to /dev/full):
+    the run fails with a CompactionExecutionError naming the spill folder and the compaction, not a bare OSError, and
+    the partial spill files are removed though closing their streams fails too. Nothing is committed; a second run
+    with room to spill commits and every answer stays."""
+    spill_dir = root / "spill"
+    t, instant, before, writes = _small_table(root / "t", spill_dir)
+    path = bounded_merge._Spill._path
+    with monkeypatch.context() as m:
+        m.setattr(
+            bounded_merge._Spill, "_path", lambda self, kind, p: "/dev/full" if kind == "log" else path(self, kind, p)
+        )
+        with pytest.raises(evt.CompactionExecutionError) as err:
+            t.compaction.run(instant)
+    msg = str(err.value)
+    assert str(spill_dir) in msg and instant in msg and "No space left" in msg, msg
+    assert list(spill_dir.iterdir()) == [], "spill files left behind"
+    _untouched(t, instant, before, writes)
+    t.refresh().compaction.run(instant)
+    after = answers(t, writes)
+    assert {k: v for k, v in after.items() if k != "ro"} == {k: v for k, v in before.items() if k != "ro"}
+    assert list(spill_dir.iterdir()) == []
+
+
 @pytest.mark.parametrize("where", ["spilling", "merged", "parts"])
 def test_an_interrupted_spilling_task_leaves_no_spill_file(
     root: Path, monkeypatch: pytest.MonkeyPatch, where: str
