@@ -45,7 +45,12 @@ import pyarrow.parquet as pq
 import pytest
 
 import evt_toolkit as evt
-from evt_toolkit.compaction import EventTimeBasedCompactionStrategy, UnBoundedCompactionStrategy, bounded_merge
+from evt_toolkit.compaction import (
+    EventTimeBasedCompactionStrategy,
+    UnBoundedCompactionStrategy,
+    bounded_merge,
+    merge_task,
+)
 from evt_toolkit.compaction.bounded_merge import MEMORY_MAX_SIZE_KEY, SPILL_PATH_KEY
 from evt_toolkit.table.timeline import COMMIT, COMPACTION
 from tests.safety.model import Model, Rec
@@ -411,24 +416,40 @@ def _untouched(t: evt.HudiTable, instant: str, before: dict[Any, Any], writes: l
     assert not [p for p in Path(t.path).rglob("*") if p.name.endswith(".tmp") or "spill" in p.name]
 
 
-def test_a_full_spill_disk_fails_the_run_naming_the_spill_folder_and_leaves_nothing(
-    root: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("full", ["spill", "base file"])
+def test_a_full_disk_fails_the_task_naming_what_it_wrote_and_leaves_nothing(
+    root: Path, monkeypatch: pytest.MonkeyPatch, full: str
 ) -> None:
-    """The disk under ``hoodie.memory.spillable.map.path`` is full (every spilled partition a write to /dev/full):
-    the run fails with a CompactionExecutionError naming the spill folder and the compaction, not a bare OSError, and
-    the partial spill files are removed though closing their streams fails too. Nothing is committed; a second run
-    with room to spill commits and every answer stays."""
+    """The disk under ``hoodie.memory.spillable.map.path`` is full (every spilled partition a write to /dev/full),
+    or the table's disk while the new base file is written: the run fails with a CompactionExecutionError naming the
+    spill folder and the compaction, or a StorageError naming the base file, not a bare OSError; the partial spill
+    files are removed though closing their streams fails too, and no partial base file stays. Nothing is committed;
+    a second run with room commits and every answer stays."""
     spill_dir = root / "spill"
     t, instant, before, writes = _small_table(root / "t", spill_dir)
-    path = bounded_merge._Spill._path
     with monkeypatch.context() as m:
-        m.setattr(
-            bounded_merge._Spill, "_path", lambda self, kind, p: "/dev/full" if kind == "log" else path(self, kind, p)
-        )
-        with pytest.raises(evt.CompactionExecutionError) as err:
+        if full == "spill":
+            path = bounded_merge._Spill._path
+            m.setattr(
+                bounded_merge._Spill,
+                "_path",
+                lambda self, kind, p: "/dev/full" if kind == "log" else path(self, kind, p),
+            )
+            error: type[Exception] = evt.CompactionExecutionError
+            named = str(spill_dir)
+        else:
+            writer = merge_task.pq.ParquetWriter
+
+            def on_full_disk(sink: Any, *args: Any, **kwargs: Any) -> Any:
+                local = isinstance(sink, str) and sink.endswith(".tmp")
+                return writer("/dev/full" if local else sink, *args, **kwargs)
+
+            m.setattr(merge_task.pq, "ParquetWriter", on_full_disk)
+            error, named = evt.StorageError, f"_{instant}.parquet"
+        with pytest.raises(error) as err:
             t.compaction.run(instant)
     msg = str(err.value)
-    assert str(spill_dir) in msg and instant in msg and "No space left" in msg, msg
+    assert named in msg and instant in msg and "No space left" in msg, msg
     assert list(spill_dir.iterdir()) == [], "spill files left behind"
     _untouched(t, instant, before, writes)
     t.refresh().compaction.run(instant)
