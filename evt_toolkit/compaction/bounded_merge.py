@@ -46,7 +46,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from evt_toolkit.errors import ReadError, TableConfigError, UnsupportedFeatureError
+from evt_toolkit.errors import (
+    CompactionExecutionError,
+    EvtError,
+    ReadError,
+    TableConfigError,
+    UnsupportedFeatureError,
+)
 from evt_toolkit.format.log_content import (
     DECODE_CHUNK_BYTES,
     decode_avro_data_blocks,
@@ -324,15 +330,38 @@ def _partition_ids(keys: pa.ChunkedArray | pa.Array, partitions: int) -> np.ndar
 class _Spill:
     """Hash-partitioned Arrow IPC streams under a temporary directory: log state rows and base rows."""
 
-    def __init__(self, root: str | None, partitions: int, state_schema: pa.Schema, base_schema: pa.Schema) -> None:
-        if root is not None:
-            os.makedirs(root, exist_ok=True)
-        self.dir = tempfile.mkdtemp(prefix="evt-compaction-spill-", dir=root)
+    def __init__(
+        self,
+        root: str | None,
+        partitions: int,
+        state_schema: pa.Schema,
+        base_schema: pa.Schema,
+        where: str = "a compaction task",
+    ) -> None:
+        self.where = where
+        self.dir = root or tempfile.gettempdir()
+        with self._io("create a spill folder"):
+            if root is not None:
+                os.makedirs(root, exist_ok=True)
+            self.dir = tempfile.mkdtemp(prefix="evt-compaction-spill-", dir=root)
         self.partitions = partitions
         self.schemas = {"log": state_schema, "base": base_schema}
         self.writers: dict[tuple[str, int], pa.ipc.RecordBatchStreamWriter] = {}
         self.sinks: dict[tuple[str, int], pa.NativeFile] = {}
         self.bytes = 0
+
+    @contextlib.contextmanager
+    def _io(self, what: str) -> Iterator[None]:
+        """Local disk errors of the spill (a full disk, no permission) as a CompactionExecutionError naming the
+        spill folder and the task, not a bare OSError."""
+        try:
+            yield
+        except OSError as exc:
+            raise CompactionExecutionError(
+                f"{self.where}: cannot {what} in {self.dir} ({SPILL_PATH_KEY}): {exc}. The task's key state outgrew "
+                f"its memory budget ({MEMORY_MAX_SIZE_KEY}) and is spilled to local disk: free space there, point "
+                f"{SPILL_PATH_KEY} at a folder with room, or give the task more memory"
+            ) from exc
 
     def _path(self, kind: str, p: int) -> str:
         return os.path.join(self.dir, f"{kind}-{p:04d}.arrows")
@@ -345,38 +374,50 @@ class _Spill:
         counts = np.bincount(part, minlength=self.partitions)
         ordered = rows.take(pa.array(order))
         start = 0
-        for p, n in enumerate(counts.tolist()):
-            if n:
-                key = (kind, p)
-                writer = self.writers.get(key)
-                if writer is None:
-                    sink = pa.OSFile(self._path(kind, p), "wb")
-                    self.sinks[key] = sink
-                    writer = self.writers[key] = pa.ipc.new_stream(sink, self.schemas[kind])
-                writer.write_table(ordered.slice(start, n))
-            start += n
+        with self._io("write spilled rows"):
+            for p, n in enumerate(counts.tolist()):
+                if n:
+                    key = (kind, p)
+                    writer = self.writers.get(key)
+                    if writer is None:
+                        sink = pa.OSFile(self._path(kind, p), "wb")
+                        self.sinks[key] = sink
+                        writer = self.writers[key] = pa.ipc.new_stream(sink, self.schemas[kind])
+                    writer.write_table(ordered.slice(start, n))
+                start += n
         self.bytes += ordered.nbytes
 
     def finish(self) -> None:
-        for writer in self.writers.values():
-            writer.close()
-        for sink in self.sinks.values():
-            sink.close()
+        """Close every stream (all of them, even when one fails); raises the first failure."""
+        failed: OSError | None = None
+        for stream in [*self.writers.values(), *self.sinks.values()]:
+            try:
+                stream.close()
+            except OSError as exc:
+                failed = failed or exc
         self.writers.clear()
         self.sinks.clear()
+        if failed is not None:
+            with self._io("finish the spilled rows"):
+                raise failed
 
     def read(self, kind: str, p: int) -> pa.Table:
         path = self._path(kind, p)
         if not os.path.exists(path):
             return self.schemas[kind].empty_table()
-        with pa.memory_map(path) as source:
-            table = pa.ipc.open_stream(source).read_all()
-        os.unlink(path)  # the mapping stays valid; the disk space goes as soon as the table does
+        with self._io("read spilled rows"):
+            with pa.memory_map(path) as source:
+                table = pa.ipc.open_stream(source).read_all()
+            os.unlink(path)  # the mapping stays valid; the disk space goes as soon as the table does
         return table
 
     def close(self) -> None:
-        self.finish()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        """Remove the spill folder, whatever happened (a stream that fails to close is of no use any more)."""
+        try:
+            with contextlib.suppress(EvtError):
+                self.finish()
+        finally:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
 
 @dataclass
@@ -395,6 +436,7 @@ class BoundedSliceMerge:
         budget: the memory budget.
         decode_threads: threads decoding a batch (``None``: the CPUs this process may use).
         stop: asked before each batch; ``True`` raises :class:`TaskCancelled` (the run was interrupted).
+        where: the task, for messages (the compaction, table, file group and partition).
         totals: counts, filled by :meth:`load_logs`.
     """
 
@@ -404,6 +446,7 @@ class BoundedSliceMerge:
     budget: MemoryBudget
     decode_threads: int | None = None
     stop: Callable[[], bool] | None = None
+    where: str = "a compaction task"
     totals: LogTotals = field(default_factory=LogTotals)
     _state: list[pa.Table] = field(default_factory=list)
     _state_bytes: int = 0
@@ -423,12 +466,14 @@ class BoundedSliceMerge:
         self.close()
 
     def close(self) -> None:
-        """Remove spilled files (and restore the allocator settings)."""
-        if self._spill is not None:
-            self._spill.close()
-        if self._alloc is not None:
-            self._alloc.__exit__()
-            self._alloc = None
+        """Remove spilled files (and restore the allocator settings), whatever happened."""
+        try:
+            if self._spill is not None:
+                self._spill.close()
+        finally:
+            if self._alloc is not None:
+                self._alloc.__exit__()
+                self._alloc = None
 
     def check_stop(self) -> None:
         """Raise :class:`TaskCancelled` when the run that started this task was interrupted."""
@@ -668,7 +713,7 @@ class BoundedSliceMerge:
         assert self._schema is not None
         expected = self._state_bytes / max(fraction_read, 1e-6) + self._base_bytes
         partitions = int(min(MAX_PARTITIONS, max(2, np.ceil(2 * expected / self.budget.state_bytes))))
-        self._spill = _Spill(self.budget.spill_dir, partitions, self._schema, _nullable(self.ctx.schema))
+        self._spill = _Spill(self.budget.spill_dir, partitions, self._schema, _nullable(self.ctx.schema), self.where)
         self.totals.partitions = partitions
         self._spill_state()
 

@@ -35,7 +35,7 @@ import posixpath
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -52,6 +52,7 @@ from evt_toolkit.errors import (
     LogFormatError,
     PendingTableServiceError,
     PlanValidationError,
+    StorageError,
     UnsupportedFeatureError,
 )
 from evt_toolkit.format.eventtime import EpochUnit, event_time_stats, to_epoch_ms
@@ -550,17 +551,24 @@ class _BaseFileWriter:
         self.tmp: str | None = None
         self.buffer: pa.BufferOutputStream | None = None
         sink: Any
-        if storage.is_local:
-            full = storage.full_path(rel)
-            parent = posixpath.dirname(full)
-            if not os.path.isdir(parent):  # the partition's folder is there unless the slice is new
-                os.makedirs(parent, exist_ok=True)
-            self.tmp = posixpath.join(parent, f".{posixpath.basename(full)}.{uuid.uuid4().hex}.tmp")
-            sink = self.tmp
-        else:
-            self.buffer = sink = pa.BufferOutputStream()
-        # Snappy rather than Hudi's gzip default: compaction is write-heavy and every reader handles both.
-        self.writer = pq.ParquetWriter(sink, self.schema, compression="snappy", write_statistics=True)
+        with self._io():
+            if storage.is_local:
+                full = storage.full_path(rel)
+                parent = posixpath.dirname(full)
+                if not os.path.isdir(parent):  # the partition's folder is there unless the slice is new
+                    os.makedirs(parent, exist_ok=True)
+                self.tmp = posixpath.join(parent, f".{posixpath.basename(full)}.{uuid.uuid4().hex}.tmp")
+                sink = self.tmp
+            else:
+                self.buffer = sink = pa.BufferOutputStream()
+            try:
+                # Snappy rather than Hudi's gzip default: compaction is write-heavy and every reader handles both.
+                self.writer = pq.ParquetWriter(sink, self.schema, compression="snappy", write_statistics=True)
+            except BaseException:
+                if self.tmp is not None:  # the caller has no writer to abort: the partial file goes here
+                    with contextlib.suppress(OSError):
+                        os.unlink(self.tmp)
+                raise
         self.rows = 0
         self.lo: str | None = None
         self.hi: str | None = None
@@ -602,7 +610,8 @@ class _BaseFileWriter:
                 chunk = pa.Table.from_arrays(chunk.columns, schema=self.schema)
             else:
                 chunk = chunk.cast(self.schema)
-            self.writer.write_table(chunk, row_group_size=ROW_GROUP_ROWS)
+            with self._io():
+                self.writer.write_table(chunk, row_group_size=ROW_GROUP_ROWS)
             self.rows += chunk.num_rows
 
     def _name_column(self, n: int) -> pa.Array:
@@ -619,21 +628,31 @@ class _BaseFileWriter:
             self.writer.add_key_value_metadata(
                 {"hoodie_min_record_key": str(self.lo), "hoodie_max_record_key": str(self.hi)}
             )
-        self.writer.close()
-        if self.tmp is not None:
-            return os.path.getsize(self.tmp)
+        with self._io():
+            self.writer.close()
+            if self.tmp is not None:
+                return os.path.getsize(self.tmp)
         assert self.buffer is not None
         return int(self.buffer.tell())
 
     def commit(self) -> None:
         """Make the file visible under its name (atomically)."""
         if self.tmp is not None:
-            os.replace(self.tmp, self.storage.full_path(self.rel))
+            with self._io():
+                os.replace(self.tmp, self.storage.full_path(self.rel))
             self.tmp = None
         else:
             assert self.buffer is not None
             self.storage.write_bytes_atomic(self.rel, self.buffer.getvalue().to_pybytes(), overwrite=True)
             self.buffer = None
+
+    @contextlib.contextmanager
+    def _io(self) -> Iterator[None]:
+        """A local disk error writing the file (a full disk) as a StorageError naming it, not a bare OSError."""
+        try:
+            yield
+        except OSError as exc:
+            raise StorageError(f"cannot write the new base file {self.storage.full_path(self.rel)}: {exc}") from exc
 
     def abort(self) -> None:
         with contextlib.suppress(Exception):
@@ -706,6 +725,8 @@ def run_merge_task(task: MergeTask, listing: list[FileEntry] | None = None) -> M
         LogFormatError: a compacted log is corrupt or truncated (names the file).
         UnsupportedFeatureError: partial-update blocks, or a table without meta fields.
         PendingTableServiceError: a compacted log holds blocks of a write that is still pending.
+        CompactionExecutionError: the local disk under the spill folder failed (full, not writable); names it.
+        StorageError: the local disk failed while the new base file was written (names it; no partial file stays).
     """
     started = time.monotonic()
     storage = TableStorage.from_uri(task.table_uri, task.spec.storage_options)
@@ -759,7 +780,8 @@ def run_merge_task(task: MergeTask, listing: list[FileEntry] | None = None) -> M
     event_time = (fld, task.event_time_unit) if fld else None
     out: _BaseFileWriter | None = None
     stop = task.cancel.is_set if task.cancel is not None else None
-    with BoundedSliceMerge(ctx, base_file, queued, budget, task.decode_threads, stop) as merger:
+    where = f"compaction {task.instant} of {storage.uri}: file group {task.file_id} in {partition!r}"
+    with BoundedSliceMerge(ctx, base_file, queued, budget, task.decode_threads, stop, where) as merger:
         try:
             merger.load_logs()
         except (EvtError, pa.ArrowMemoryError):  # out of memory is not bad content: the worker needs a lower budget
