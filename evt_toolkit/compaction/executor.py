@@ -413,6 +413,7 @@ def run_compaction(
             memory_budget=configured_memory_budget(cfg.properties, storage.full_path(".hoodie/hoodie.properties")),
             spill_dir=cfg.properties.get(SPILL_PATH_KEY) or None,
             outputs_recorded=True,
+            timeline_path=cfg.timeline_path,
             fault_hook=fault_hook,
         )
         for i, op in enumerate(ops)
