@@ -75,7 +75,7 @@ from evt_toolkit.format.records import CommitMetadata, CompactionPlan, WriteStat
 from evt_toolkit.read.merge import EVENT_TIME
 from evt_toolkit.read.plan import ReadSpec
 from evt_toolkit.storage.fs import FileEntry, TableStorage
-from evt_toolkit.storage.links import check_link, create_link
+from evt_toolkit.storage.links import check_link, create_link, held_by_another_file
 from evt_toolkit.storage.ownership import drop_ownership, owned_files, record_ownership
 from evt_toolkit.table.guards import TABLE_SERVICE_VERSIONS, has_metadata_table, require_meta_fields, require_writable
 from evt_toolkit.table.table import Table
@@ -299,6 +299,15 @@ def ensure_plan_links(table: Table, instant: str, links: list[Link], timing: str
     missing = [link for link in links if not check_link(storage, link, deep=False).ok]
     if not missing:
         return 0
+    # A name another file holds (a writer's committed log) is refused before anything records it as the run's or
+    # the plan's: a record claims what a rollback or unschedule deletes.
+    for link in missing:
+        if held_by_another_file(storage, link):
+            raise PlanValidationError(
+                f"compaction {instant} of {storage.uri} cannot run: {storage.full_path(link.symlink_path)}, the name "
+                f"of its link to {link.target}, is held by another file (a writer's log that did not know the plan's "
+                "links); it is left as it is. Roll back the write that wrote it, then run the compaction"
+            )
     phase = RUN if timing == "execute" else SCHEDULE
     record_ownership(storage, instant, phase, "links", [OwnedFile(link.symlink_path, LINK) for link in missing])
     created = 0
