@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import posixpath
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
@@ -29,6 +30,7 @@ import pyarrow.compute as pc
 
 from evt_toolkit.errors import (
     EvtError,
+    ObjectNotFoundError,
     PendingTableServiceError,
     SchemaMismatchError,
     UnsupportedFeatureError,
@@ -38,8 +40,9 @@ from evt_toolkit.errors import (
 from evt_toolkit.faults import fault_point
 from evt_toolkit.format.extra_metadata import WRITE_DELETE_EVENT_TIMES, DeleteEventTimes, encode_delete_event_times
 from evt_toolkit.format.log_writer import META_FIELDS, arrow_to_avro_schema, avro_schema_json, with_meta_fields
+from evt_toolkit.format.logfile import BlockType, scan_log_blocks
 from evt_toolkit.format.metadata import write_stat
-from evt_toolkit.format.names import COMPLETED, INFLIGHT, REQUESTED
+from evt_toolkit.format.names import COMPLETED, INFLIGHT, REQUESTED, LogFileName
 from evt_toolkit.format.ownership import WRITE
 from evt_toolkit.format.records import CommitMetadata, WriteStat
 from evt_toolkit.format.table_version import WRITABLE_TABLE_VERSIONS
@@ -379,10 +382,29 @@ def _join_pending_buckets(table: Table, instant: str, fgs: list[FileGroupWrite])
 
 
 def _reconcile(storage: TableStorage, instant: str, written: set[str]) -> None:
-    """Delete the files a task attempt of ``instant`` recorded that no write stat of the commit lists."""
+    """Delete the files a task attempt of ``instant`` recorded that no write stat of the commit lists.
+
+    A record names a file its attempt was about to create; an attempt that failed in between never made it, and on
+    version 6 a log's name carries its slice, not its writer: another write into the slice can have committed a log
+    under that name since. So a recorded log goes only while every block in it is ``instant``'s (as a rollback
+    decides); base files carry their writer's instant in their name.
+    """
     for path in owned_files(storage, instant, [WRITE]):
-        if path not in written:
+        if path not in written and _written_by(storage, path, instant):
             storage.delete_file(path)
+
+
+def _written_by(storage: TableStorage, rel: str, instant: str) -> bool:
+    """Whether ``rel`` exists and, for a log, holds no block but ``instant``'s (torn bytes aside)."""
+    if LogFileName.parse(posixpath.basename(rel)) is None:
+        return storage.exists(rel)
+    try:
+        size = storage.size(rel)
+        with storage.open_input(rel) as f:
+            blocks = list(scan_log_blocks(f, size, storage.full_path(rel)))
+    except ObjectNotFoundError:
+        return False
+    return all(b.instant_time == instant for b in blocks if b.block_type is not BlockType.CORRUPT)
 
 
 def _new_buckets(fgs: list[FileGroupWrite]) -> list[FileGroupWrite]:
