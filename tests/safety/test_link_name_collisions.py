@@ -27,7 +27,7 @@ import pytest
 
 import evt_toolkit as evt
 from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
-from evt_toolkit.errors import PlanValidationError
+from evt_toolkit.errors import EvtError, PlanValidationError
 from evt_toolkit.format.names import LogFileName
 from evt_toolkit.write.plan import FileGroupWrite, WriteJobSpec
 from evt_toolkit.write.task import FileWritten, write_file_group
@@ -116,3 +116,31 @@ def test_a_committed_log_under_a_links_name_is_never_the_compactions_on_s3(s3_se
     uri = f"s3://{s3_server.new_bucket('linknames')}/t"
     t = create(uri, "event_time", buckets=1, table_version=6, storage_options=s3_server.options)
     _scenario(t, lambda: hudi_rs_s3(uri, s3_server.options), "copy", steps)
+
+
+def test_repair_leaves_a_committed_log_under_a_lost_schedule_time_links_name(tmp_path: Path) -> None:
+    """A schedule-time link that was lost, whose name a writer's log then took: repair reports it, never records it."""
+    t = create(tmp_path / "t", "event_time", buckets=1, table_version=6)
+    t.write(rows([1, 3], 10, 100))
+    t.write(rows([1, 3], 20, 500))
+    plan = t.compaction.schedule(EventTimeBasedCompactionStrategy(threshold=BASE + 300), link_mode="copy")
+    assert plan is not None
+    c = plan.instant
+    [link] = _logs_of(t, c)
+    (Path(t.path) / link).unlink()  # the link is lost
+    t.write(rows([1], 30, 600), executor=_stock_named)
+    assert _logs_of(t, c) == [link], "the writer's log takes the lost link's name"
+    model = {1: (30, 600), 3: (20, 500)}
+    assert _model(t.refresh()) == model
+    report = t.compaction.repair(dry_run=False)
+    assert any(link.rsplit("/", 1)[-1] in u for u in report.unrepairable), report
+    assert _logs_of(t.refresh(), c) == [link]
+    assert _model(t) == model
+    for step in ("rollback", "unschedule"):
+        if step == "rollback":
+            with pytest.raises(EvtError):  # nothing of the plan's run to roll back
+                t.refresh().rollback(c)
+        else:
+            assert not t.refresh().compaction.unschedule(c, dry_run=False).deleted
+        assert _logs_of(t.refresh(), c) == [link], f"after {step}"
+        assert _model(t) == model, f"after {step}"
