@@ -24,6 +24,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+import evt_toolkit as evt
 from evt_toolkit.compaction.merge_task import MergeTask, run_merge_task
 from evt_toolkit.compaction.strategy import UnBoundedCompactionStrategy
 from evt_toolkit.errors import EvtError
@@ -119,3 +120,25 @@ def test_a_late_attempt_of_a_rolled_back_compaction_run_writes_nothing(tmp_path:
     same(t.refresh().read(), want, f"snapshot after the late attempt ({outcome})")
     same(hudi_rs(t.path), want, f"hudi-rs snapshot after the late attempt ({outcome})")
     assert outcome.startswith("refused") and c in outcome, outcome
+
+
+@pytest.mark.parametrize("version", [6, 9])
+def test_a_run_whose_plan_was_unscheduled_while_its_tasks_ran_commits_nothing(tmp_path: Path, version: int) -> None:
+    """An unschedule cannot tell a running run from a crashed one: taken back while the tasks ran (their outputs and
+    the plan's links deleted), the plan must not be completed by the run afterwards."""
+    t, c, _ = _compacted(tmp_path, version)
+    want = t.read()
+    other = evt.HudiTable.open(t.path)
+    reports: list[Any] = []
+
+    def unschedule(task: MergeTask, at: str) -> None:
+        if at == "written" and not reports:
+            reports.append(other.refresh().compaction.unschedule(c, dry_run=False))
+
+    with pytest.raises(EvtError, match=c):
+        t.compaction.run(c, fault_hook=unschedule)
+    assert reports and reports[0].deleted, reports
+    assert [i for i in t.refresh().timeline.instants if i.time == c] == [], "a commit of the unscheduled plan"
+    assert [p for p in _data_files(Path(t.path)) if c in p] == [], "files named with the unscheduled plan"
+    same(t.read(), want, "snapshot after the run of an unscheduled plan")
+    same(hudi_rs(t.path), want, "hudi-rs snapshot after the run of an unscheduled plan")
