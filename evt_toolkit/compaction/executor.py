@@ -80,6 +80,7 @@ from evt_toolkit.storage.ownership import drop_ownership, owned_files, record_ow
 from evt_toolkit.table.guards import TABLE_SERVICE_VERSIONS, has_metadata_table, require_meta_fields, require_writable
 from evt_toolkit.table.table import Table
 from evt_toolkit.table.timeline import COMMIT, COMPACTION, Instant
+from evt_toolkit.write.fence import require_compaction_running
 from evt_toolkit.write.metadata_sync import added_files, sync_files_partition
 
 if TYPE_CHECKING:
@@ -501,6 +502,12 @@ def run_compaction(
     # On 1.x the compaction completes *at* its requested time (``C_C.commit``, docs/hudi-1x.md §4.4): its links and
     # carry-over logs, named with C, then replay after base C and before every later write in every log order.
     completed = table.instant_file(instant, COMMIT, COMPLETED, completion=instant)
+    # An unschedule or rollback cannot tell a running run from a crashed one: one that took the plan back while the
+    # tasks ran deleted the plan, links and outputs it found, and committing now would complete a compaction whose
+    # files are gone (and list them in the metadata table).
+    require_compaction_running(
+        storage, table.config.timeline_path, table.config.timeline_layout, instant, f"{completed}"
+    )
     if has_metadata_table(table):
         # The metadata table lists C's base files, carry-over logs and links before C completes (docs/metadata-table.md
         # §6); they all carry C's name, so no reader counts them before C.commit either way.

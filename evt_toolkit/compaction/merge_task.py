@@ -837,7 +837,7 @@ def run_merge_task(task: MergeTask, listing: list[FileEntry] | None = None) -> M
                 task.timeline_path,
                 task.spec.timeline.layout_version,
                 task.instant,
-                f"{name} and its carry-over log",
+                f"this task attempt's {name} and carry-over log (a late or speculative attempt)",
             )
             if carry.data or carry.keys:
                 storage.write_bytes_atomic(_rel(partition, carry_name), carry_bytes, overwrite=True)

@@ -142,7 +142,7 @@ def _compaction_state(storage: TableStorage, timeline_path: str, layout: int, in
 
 
 def require_compaction_running(storage: TableStorage, timeline_path: str, layout: int, instant: str, what: str) -> None:
-    """Refuse to put ``what`` (a compaction task's outputs) under its name unless compaction ``instant`` is running.
+    """Refuse to write ``what`` (a task's outputs, or the commit) unless compaction ``instant`` is running.
 
     Raises:
         CompactionExecutionError: the compaction completed (the files its commit lists stand), was rolled back
@@ -156,7 +156,4 @@ def require_compaction_running(storage: TableStorage, timeline_path: str, layout
         REQUESTED_STATE: "not running (rolled back to its plan): a run writes them again",
         GONE_STATE: "no longer on the timeline (unscheduled)",
     }[state]
-    raise CompactionExecutionError(
-        f"compaction {instant} of {storage.uri} is {now}; this task attempt does not write {what} "
-        "(a late or speculative attempt)"
-    )
+    raise CompactionExecutionError(f"compaction {instant} of {storage.uri} is {now}; {what} is not written")
