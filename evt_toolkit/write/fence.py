@@ -36,6 +36,7 @@ __all__ = [
     "instant_state",
     "require_compaction_running",
     "require_inflight",
+    "require_still_pending",
     "withdraw_if_decided",
 ]
 
@@ -88,6 +89,25 @@ def require_inflight(storage: TableStorage, spec: WriteJobSpec, what: str) -> No
             f"instant {spec.instant} of {storage.uri} is {now}: this task attempt does not write {what} "
             "(a late or speculative attempt; the files the commit lists stand)"
         )
+
+
+def require_still_pending(storage: TableStorage, spec: WriteJobSpec) -> None:
+    """The driver, right before it completes the instant: refuse when it is no longer pending.
+
+    A rollback cannot tell a running write from a failed one: one run by another handle or process while this write
+    ran deleted its files and timeline files, and completing now would report a write whose records are gone.
+
+    Raises:
+        WriteError: the instant was rolled back (or completed) meanwhile; nothing is completed.
+    """
+    state = _state(storage, spec)
+    if state == INFLIGHT_STATE:
+        return
+    now = "completed elsewhere" if state == COMPLETED_STATE else "rolled back"
+    raise WriteError(
+        f"deltacommit {spec.instant} of {storage.uri} was {now} (by another handle or process) while this write ran; "
+        "it is not completed and its records are not in the table: write them again"
+    )
 
 
 def withdraw_if_decided(storage: TableStorage, spec: WriteJobSpec, written: Iterable[str], what: str) -> None:

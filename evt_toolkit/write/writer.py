@@ -51,6 +51,7 @@ from evt_toolkit.table.fs_view import FileSystemView, list_partition_files
 from evt_toolkit.table.guards import has_metadata_table, require_writable
 from evt_toolkit.table.schema import latest_avro_schema
 from evt_toolkit.table.timeline import COMMIT, COMPACTION, Timeline
+from evt_toolkit.write.fence import require_still_pending
 from evt_toolkit.write.index import BUCKET, WriteIndex, check_writable_1x, resolve_write_index
 from evt_toolkit.write.instants import new_instant_time
 from evt_toolkit.write.metadata_sync import added_files, sync_files_partition
@@ -763,6 +764,9 @@ def write(
         _check_slices_still_latest(table, instant, groups, timeline)
     else:
         _check_no_later_compaction(table, instant, groups, timeline)
+    # A rollback elsewhere cannot tell this running write from a failed one: once it took the files, nothing may
+    # complete (looked at before the metadata table lists the files, and again right before completing).
+    require_still_pending(storage, spec)
     # A metadata table lists the instant's files before the instant completes (HoodieTable.writeTableMetadata).
     if has_metadata_table(table):
         sync_files_partition(table, instant, added=added_files(storage, written))
@@ -773,6 +777,8 @@ def write(
         if fmt.timeline_layout >= 2
         else None
     )
+    if has_metadata_table(table):
+        require_still_pending(storage, spec)
     storage.write_bytes_atomic(
         _instant_file(table, instant, COMPLETED, completion), fmt.encode_commit_metadata(metadata.to_record())
     )
