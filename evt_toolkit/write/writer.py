@@ -788,8 +788,8 @@ def write(
     # its task deletes itself (evt_toolkit.write.fence).
     _reconcile(storage, instant, written)
     # Hudi deletes the instant's marker folder once the commit is complete (WriteMarkers.quietDeleteMarkerDir). On
-    # object stores that is a LIST and a DELETE per commit for files nothing reads again: they are left there (a clean
-    # removes the folders of completed instants).
+    # object stores that is a LIST and a DELETE per commit for files nothing reads again: they are left there
+    # (`compaction repair` removes the folders of completed instants).
     if not storage.is_object_store:
         with contextlib.suppress(EvtError):
             drop_ownership(storage, instant)
