@@ -11,8 +11,9 @@ Each case builds a real table (versions 6 and 9, bucket index), compacts it, kee
 writes land in the new slice (a commit-time delete and a lower-ordered update of a compacted key) and runs the kept
 task again as the late attempt would. Checked against the answer before it (ours and hudi-rs): the snapshot must not
 change, the data files must be byte for byte the same; the late attempt is refused with an ``EvtError`` naming the
-instant. The same holds for an attempt of a run that was rolled back (the plan requested again) or unscheduled: it
-writes no file.
+instant (locally and, for the committed case, on the session's S3 server). The same holds for an attempt of a run
+that was rolled back (the plan requested again) or unscheduled: it writes no file. And a run whose plan an unschedule
+took back while its tasks ran commits nothing.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import evt_toolkit as evt
 from evt_toolkit.compaction.merge_task import MergeTask, run_merge_task
 from evt_toolkit.compaction.strategy import UnBoundedCompactionStrategy
 from evt_toolkit.errors import EvtError
+from tests.s3.conftest import hudi_rs_s3
 from tests.tables import create, hudi_rs, rows, same
 
 
@@ -142,3 +144,34 @@ def test_a_run_whose_plan_was_unscheduled_while_its_tasks_ran_commits_nothing(tm
     assert [p for p in _data_files(Path(t.path)) if c in p] == [], "files named with the unscheduled plan"
     same(t.read(), want, "snapshot after the run of an unscheduled plan")
     same(hudi_rs(t.path), want, "hudi-rs snapshot after the run of an unscheduled plan")
+
+
+@pytest.mark.parametrize("version", [6, 9])
+def test_a_late_compaction_attempt_changes_nothing_on_s3(s3_server: Any, version: int) -> None:
+    uri = f"s3://{s3_server.new_bucket('latecompaction')}/t"
+    t = create(uri, "event_time", buckets=1, table_version=version, storage_options=s3_server.options)
+    t.write(rows([1, 3], 10, 100))
+    c0 = t.compaction.schedule(UnBoundedCompactionStrategy())
+    assert c0 is not None
+    t.compaction.run(c0.instant)
+    t.write(rows([1, 3], 20, 200))
+    plan = t.compaction.schedule(UnBoundedCompactionStrategy())
+    assert plan is not None
+    tasks: list[MergeTask] = []
+    t.compaction.run(plan.instant, fault_hook=lambda task, at: tasks.append(task) if at == "merged" else None)
+    t.write(_commit_time_delete([1]), "delete")
+    t.write(rows([1], 5, 300))
+    want = t.refresh().read()
+
+    def files() -> dict[str, bytes]:
+        return {
+            f.path: t.storage.read_bytes(f.path) for p in ("region=r0", "region=r1") for f in t.storage.list_files(p)
+        }
+
+    before = files()
+    outcome = _late(tasks[0])
+    t.storage.clear_cache()
+    assert files() == before, f"a late compaction attempt ({outcome}) changed or added data files"
+    same(t.refresh().read(), want, f"snapshot after a late compaction attempt ({outcome})")
+    same(hudi_rs_s3(uri, s3_server.options), want, f"hudi-rs snapshot after a late compaction attempt ({outcome})")
+    assert outcome.startswith("refused") and plan.instant in outcome, outcome
