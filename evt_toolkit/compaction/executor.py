@@ -75,11 +75,12 @@ from evt_toolkit.format.records import CommitMetadata, CompactionPlan, WriteStat
 from evt_toolkit.read.merge import EVENT_TIME
 from evt_toolkit.read.plan import ReadSpec
 from evt_toolkit.storage.fs import FileEntry, TableStorage
-from evt_toolkit.storage.links import check_link, create_link
+from evt_toolkit.storage.links import check_link, create_link, held_by_another_file
 from evt_toolkit.storage.ownership import drop_ownership, owned_files, record_ownership
 from evt_toolkit.table.guards import TABLE_SERVICE_VERSIONS, has_metadata_table, require_meta_fields, require_writable
 from evt_toolkit.table.table import Table
 from evt_toolkit.table.timeline import COMMIT, COMPACTION, Instant
+from evt_toolkit.write.fence import require_compaction_running
 from evt_toolkit.write.metadata_sync import added_files, sync_files_partition
 
 if TYPE_CHECKING:
@@ -299,6 +300,15 @@ def ensure_plan_links(table: Table, instant: str, links: list[Link], timing: str
     missing = [link for link in links if not check_link(storage, link, deep=False).ok]
     if not missing:
         return 0
+    # A name another file holds (a writer's committed log) is refused before anything records it as the run's or
+    # the plan's: a record claims what a rollback or unschedule deletes.
+    for link in missing:
+        if held_by_another_file(storage, link):
+            raise PlanValidationError(
+                f"compaction {instant} of {storage.uri} cannot run: {storage.full_path(link.symlink_path)}, the name "
+                f"of its link to {link.target}, is held by another file (a writer's log that did not know the plan's "
+                "links); it is left as it is. Roll back the write that wrote it, then run the compaction"
+            )
     phase = RUN if timing == "execute" else SCHEDULE
     record_ownership(storage, instant, phase, "links", [OwnedFile(link.symlink_path, LINK) for link in missing])
     created = 0
@@ -413,6 +423,7 @@ def run_compaction(
             memory_budget=configured_memory_budget(cfg.properties, storage.full_path(".hoodie/hoodie.properties")),
             spill_dir=cfg.properties.get(SPILL_PATH_KEY) or None,
             outputs_recorded=True,
+            timeline_path=cfg.timeline_path,
             fault_hook=fault_hook,
         )
         for i, op in enumerate(ops)
@@ -491,6 +502,12 @@ def run_compaction(
     # On 1.x the compaction completes *at* its requested time (``C_C.commit``, docs/hudi-1x.md §4.4): its links and
     # carry-over logs, named with C, then replay after base C and before every later write in every log order.
     completed = table.instant_file(instant, COMMIT, COMPLETED, completion=instant)
+    # An unschedule or rollback cannot tell a running run from a crashed one: one that took the plan back while the
+    # tasks ran deleted the plan, links and outputs it found, and committing now would complete a compaction whose
+    # files are gone (and list them in the metadata table).
+    require_compaction_running(
+        storage, table.config.timeline_path, table.config.timeline_layout, instant, f"{completed}"
+    )
     if has_metadata_table(table):
         # The metadata table lists C's base files, carry-over logs and links before C completes (docs/metadata-table.md
         # §6); they all carry C's name, so no reader counts them before C.commit either way.

@@ -79,6 +79,7 @@ from evt_toolkit.read.slice_reader import (
 from evt_toolkit.storage.fs import FileEntry, TableStorage
 from evt_toolkit.storage.ownership import record_ownership
 from evt_toolkit.table.fs_view import BaseFile, LogFile
+from evt_toolkit.write.fence import require_compaction_running
 
 __all__ = [
     "CARRY_OVER_VERSION",
@@ -126,6 +127,8 @@ class MergeTask:
         decode_threads: threads one task decodes with (``None``: the CPUs of its process; on Spark the executor
             passes ``spark.task.cpus``, the cores Spark gives each task, so tasks running side by side do not
             oversubscribe the executor).
+        timeline_path: the table's timeline folder (``hoodie.timeline.path`` under ``.hoodie`` on layout 2), where the
+            task checks that its compaction is still running before it puts its outputs under their names.
         fault_hook: test hook for fault injection (``None`` in production).
         cancel: set by a run in this process when it is interrupted, so that a task running beside others stops at
             its next batch or part instead of finishing (``None`` on Spark: an Event does not pickle).
@@ -144,6 +147,7 @@ class MergeTask:
     spill_dir: str | None = None
     outputs_recorded: bool = False
     decode_threads: int | None = None
+    timeline_path: str = ".hoodie"
     fault_hook: FaultHook | None = field(default=None, compare=False)
     cancel: threading.Event | None = field(default=None, compare=False)
 
@@ -823,8 +827,19 @@ def run_merge_task(task: MergeTask, listing: list[FileEntry] | None = None) -> M
             payload_size = out.close()
             carry_out: str | None = None
             carry_size = carry_records = 0
+            carry_bytes = b""
             if carry.data or carry.keys:
                 carry_bytes, carry_records = carry.encode(avro, task.instant)
+            # The outputs' names depend only on the plan: a late attempt (a speculative copy, a retry Spark has not
+            # stopped) would put other contents under the names a decided compaction stands on (write/fence.py).
+            require_compaction_running(
+                storage,
+                task.timeline_path,
+                task.spec.timeline.layout_version,
+                task.instant,
+                f"this task attempt's {name} and carry-over log (a late or speculative attempt)",
+            )
+            if carry.data or carry.keys:
                 storage.write_bytes_atomic(_rel(partition, carry_name), carry_bytes, overwrite=True)
                 carry_out, carry_size = carry_name, len(carry_bytes)
             out.commit()

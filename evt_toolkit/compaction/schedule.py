@@ -57,7 +57,8 @@ from evt_toolkit.compaction.unschedule import unschedule_compaction
 from evt_toolkit.errors import EvtError, LogFormatError, PendingTableServiceError, PlanValidationError, TimelineError
 from evt_toolkit.faults import fault_point
 from evt_toolkit.format.links import Link
-from evt_toolkit.format.ownership import LINK, SCHEDULE, OwnedFile
+from evt_toolkit.format.names import BaseFileName
+from evt_toolkit.format.ownership import LINK, SCHEDULE, OwnedFile, OwnershipRecord
 from evt_toolkit.format.records import CompactionPlan
 from evt_toolkit.storage.links import create_links, delete_link_or_file, require_symlinks
 from evt_toolkit.storage.ownership import MARKER_ROOT, drop_ownership, ownership_records, record_ownership
@@ -65,6 +66,7 @@ from evt_toolkit.table.guards import TABLE_SERVICE_VERSIONS, require_meta_fields
 from evt_toolkit.write.instants import new_instant_time, timeline_times
 
 if TYPE_CHECKING:
+    from evt_toolkit.storage.fs import TableStorage
     from evt_toolkit.table.table import Table
 
 __all__ = [
@@ -372,10 +374,13 @@ def abandoned_schedules(table: Table, *, older_than_s: float = ABANDONED_AFTER_S
     A schedule records its links (in ``.hoodie/.temp/<C>/``) and creates them before ``C.compaction.requested``. If it
     is killed in between, ``C`` never reaches the timeline: the links are named with an instant no reader knows, so
     they are invisible, but a symlink among them would dangle once its target is cleaned or rolled back. A record
-    younger than ``older_than_s`` seconds may belong to a schedule still running, and is left alone.
+    younger than ``older_than_s`` seconds may belong to a schedule still running, and is left alone; so is one of an
+    instant older than the active timeline with a base file named after it: a compaction that ran and was archived
+    (its files then read as committed).
     """
     storage = table.storage
-    known = {i.time for i in table.refresh().timeline.instants}
+    timeline = table.refresh().timeline
+    known = {i.time for i in timeline.instants}
     _, folders = storage.list_dir(MARKER_ROOT)
     now = time.time()
     out: dict[str, list[str]] = {}
@@ -386,12 +391,29 @@ def abandoned_schedules(table: Table, *, older_than_s: float = ABANDONED_AFTER_S
         records = ownership_records(storage, instant)
         if not records or any(r.phase != SCHEDULE for r in records):
             continue
+        if timeline.is_before_timeline_start(instant) and _ran(storage, instant, records):
+            # Its plan was written and run: a completed compaction that was archived (readers count files older
+            # than the active timeline as committed) whose folder's drop was interrupted after the run's record went.
+            continue
         files, _ = storage.list_dir(folder)
         written = [m.timestamp() for f in files if (m := storage.mtime(f.path)) is not None]
         if not left_by_a_dead_service(max(written, default=None), older_than_s, now):
             continue
         out[instant] = sorted({f.path for r in records for f in r.files})
     return out
+
+
+def _ran(storage: TableStorage, instant: str, records: list[OwnershipRecord]) -> bool:
+    """Whether a base file named with ``instant`` is in a partition of its recorded links: a run wrote it, so its
+    plan existed (a schedule that died before its plan never has one)."""
+    partitions = sorted({posixpath.dirname(f.path) for r in records for f in r.files})
+    for partition in partitions:
+        files, _ = storage.list_dir(partition)
+        for f in files:
+            base = BaseFileName.parse(f.name) if not f.name.startswith(".") else None
+            if base is not None and base.instant == instant:
+                return True
+    return False
 
 
 def remove_abandoned_schedules(table: Table, *, older_than_s: float = ABANDONED_AFTER_S) -> list[str]:

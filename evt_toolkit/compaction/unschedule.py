@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from evt_toolkit.compaction.plan_files import plan_file
 from evt_toolkit.errors import EvtError
 from evt_toolkit.format.names import INFLIGHT, REQUESTED, BaseFileName, LogFileName
-from evt_toolkit.storage.links import delete_link_or_file
+from evt_toolkit.storage.links import delete_link_or_file, held_by_another_file
 from evt_toolkit.storage.ownership import drop_ownership, marker_folder, owned_files, unscheduling_marker
 from evt_toolkit.table.guards import TABLE_SERVICE_VERSIONS, has_metadata_table, require_writable
 from evt_toolkit.table.table import Table
@@ -73,6 +73,8 @@ def unschedule_compaction(table: Table, instant: str, *, dry_run: bool = True) -
     storage = table.storage
     ours = set(owned_files(storage, instant))
     ours.update(link.symlink_path for link in plan.links)
+    # A link name another file holds (a writer's committed log that took it) is not the plan's, recorded or not.
+    ours -= {link.symlink_path for link in plan.links if held_by_another_file(storage, link)}
 
     def writers_log() -> str | None:
         """A log some writer put into the new slice of a planned file group (named after ``instant``), if any."""

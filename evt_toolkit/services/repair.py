@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from evt_toolkit.compaction.executor import ensure_plan_links
 from evt_toolkit.compaction.schedule import ABANDONED_AFTER_S, abandoned_schedules, left_by_a_dead_service
 from evt_toolkit.errors import EvtError
-from evt_toolkit.storage.links import check_link, delete_link_or_file
+from evt_toolkit.storage.links import check_link, delete_link_or_file, held_by_another_file
 from evt_toolkit.storage.ownership import MARKER_ROOT, drop_ownership, unscheduling_marker
 from evt_toolkit.table.guards import TABLE_SERVICE_VERSIONS, require_writable
 from evt_toolkit.table.table import Table
@@ -107,7 +107,13 @@ def repair_compactions(table: Table, *, dry_run: bool = True, older_than_s: floa
         for link in links:
             if check_link(storage, link, deep=False).ok:
                 continue
-            if storage.exists(link.target_path):
+            if held_by_another_file(storage, link):
+                # A writer's log under the link's name (docs/data-safety.md §1): never replaced, never recorded.
+                unrepairable.append(
+                    f"link {storage.full_path(link.symlink_path)} of compaction {inst.time} is held by another file "
+                    "(a writer's log): roll back the write that wrote it, then repair again"
+                )
+            elif storage.exists(link.target_path):
                 missing.append(link.symlink_path)
                 to_make.setdefault(inst.time, []).append(link)
             else:

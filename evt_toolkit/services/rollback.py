@@ -72,7 +72,7 @@ from evt_toolkit.services.rollback_planner import (
     plan_compaction_rollback,
     plan_deltacommit_rollback,
 )
-from evt_toolkit.storage.links import delete_link_or_file
+from evt_toolkit.storage.links import delete_link_or_file, held_by_another_file
 from evt_toolkit.storage.ownership import drop_ownership, owned_files
 from evt_toolkit.table.fs_view import Listing, list_table_files
 from evt_toolkit.table.guards import TABLE_SERVICE_VERSIONS, has_metadata_table, require_writable
@@ -548,7 +548,11 @@ def _compaction_requests(table: Table, inst: Instant, listing: Listing) -> list[
     c = inst.time
     storage = table.storage
     owned = owned_files(storage, c, [RUN])
-    found: list[str] = [p for p in owned if storage.lexists(p)]
+    # A recorded link name that another file holds (a writer's committed log) is not the run's.
+    foreign = {
+        link.symlink_path for link in plan.links if link.symlink_path in owned and held_by_another_file(storage, link)
+    }
+    found: list[str] = [p for p in owned if p not in foreign and storage.lexists(p)]
     if not owned:
         found = [b.path for b in listing.base_files if b.instant == c]
     outputs: dict[tuple[str, str], list[str]] = {}

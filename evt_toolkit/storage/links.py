@@ -25,7 +25,15 @@ from evt_toolkit.faults import fault_point
 from evt_toolkit.format.links import COPY, SYMLINK, Link
 from evt_toolkit.storage.fs import TableStorage
 
-__all__ = ["LinkCheck", "check_link", "create_link", "create_links", "delete_link_or_file", "require_symlinks"]
+__all__ = [
+    "LinkCheck",
+    "check_link",
+    "create_link",
+    "create_links",
+    "delete_link_or_file",
+    "held_by_another_file",
+    "require_symlinks",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +91,29 @@ def check_link(storage: TableStorage, link: Link, *, deep: bool = True) -> LinkC
     if deep and link.mode == COPY and storage.read_bytes(sym) != storage.read_bytes(tgt):
         return LinkCheck(False, f"link {storage.full_path(sym)} differs from its target {link.target}")
     return LinkCheck(True)
+
+
+def held_by_another_file(storage: TableStorage, link: Link) -> bool:
+    """Whether a file that is not ``link`` holds its name: never the compaction's to delete or to record.
+
+    On version 6 a writer that does not know a plan's links (stock Hudi starts slice ``C`` at version 1) can commit a
+    log under the very name the plan gave an execute-time link (the same write token). Only a symlink to the link's
+    target, or a copy of its target's bytes — all of them, or the first ones when a stock writer appended to the
+    target since the copy was made — is the link; anything else under its name (also a copy whose target is gone,
+    which cannot be told from a writer's log) is somebody else's.
+    """
+    sym, tgt = link.symlink_path, link.target_path
+    if not storage.lexists(sym):
+        return False
+    if link.mode == SYMLINK and storage.supports_symlink:
+        dest = storage.read_link(sym)
+        return dest is None or _resolved(link, dest) != tgt
+    if not storage.exists(tgt):
+        return True
+    size = storage.size(sym)
+    if size > storage.size(tgt):
+        return True
+    return size > 0 and storage.read_bytes(sym) != storage.read_range(tgt, 0, size)
 
 
 def create_link(storage: TableStorage, link: Link) -> str:

@@ -9,6 +9,12 @@ written once the instant completed or was rolled back are deleted by the task it
 checked just before the driver completed the instant are recorded in the instant's ownership records, which the
 driver reconciles once more after completing it (:func:`evt_toolkit.write.writer.write`).
 
+A compaction task's outputs carry names that depend only on the plan, so a late attempt of one would write over the
+files the commit lists — with other contents once writes landed in the new slice (their records decide which keys a
+compaction carries over). A compaction task therefore checks, right before it puts its outputs under their names,
+that its compaction is running (:func:`require_compaction_running`): not completed, not rolled back to requested, not
+unscheduled.
+
 Example:
     >>> require_inflight(storage, spec, "file group 0001")  # doctest: +SKIP
 """
@@ -18,18 +24,27 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterable
 
-from evt_toolkit.errors import EvtError, WriteError
+from evt_toolkit.errors import CompactionExecutionError, EvtError, WriteError
 from evt_toolkit.format.names import COMPLETED, INFLIGHT, REQUESTED, InstantFileName
 from evt_toolkit.format.table_version import table_version_format
 from evt_toolkit.storage.fs import TableStorage
-from evt_toolkit.table.timeline import DELTA_COMMIT
+from evt_toolkit.table.timeline import COMMIT, COMPACTION, DELTA_COMMIT
 from evt_toolkit.write.plan import WriteJobSpec
 
-__all__ = ["instant_state", "require_inflight", "withdraw_if_decided"]
+__all__ = [
+    "compaction_state",
+    "instant_state",
+    "require_compaction_running",
+    "require_inflight",
+    "require_still_pending",
+    "withdraw_if_decided",
+]
 
 INFLIGHT_STATE = "inflight"
 COMPLETED_STATE = "completed"
 GONE_STATE = "gone"
+RUNNING_STATE = "running"
+REQUESTED_STATE = "requested"
 
 
 def instant_state(names: Iterable[str], instant: str) -> str:
@@ -76,6 +91,25 @@ def require_inflight(storage: TableStorage, spec: WriteJobSpec, what: str) -> No
         )
 
 
+def require_still_pending(storage: TableStorage, spec: WriteJobSpec) -> None:
+    """The driver, right before it completes the instant: refuse when it is no longer pending.
+
+    A rollback cannot tell a running write from a failed one: one run by another handle or process while this write
+    ran deleted its files and timeline files, and completing now would report a write whose records are gone.
+
+    Raises:
+        WriteError: the instant was rolled back (or completed) meanwhile; nothing is completed.
+    """
+    state = _state(storage, spec)
+    if state == INFLIGHT_STATE:
+        return
+    now = "completed elsewhere" if state == COMPLETED_STATE else "rolled back"
+    raise WriteError(
+        f"deltacommit {spec.instant} of {storage.uri} was {now} (by another handle or process) while this write ran; "
+        "it is not completed and its records are not in the table: write them again"
+    )
+
+
 def withdraw_if_decided(storage: TableStorage, spec: WriteJobSpec, written: Iterable[str], what: str) -> None:
     """After writing ``written``: when the instant completed or was rolled back meanwhile, delete them and refuse.
 
@@ -92,3 +126,54 @@ def withdraw_if_decided(storage: TableStorage, spec: WriteJobSpec, written: Iter
         f"instant {spec.instant} of {storage.uri} was {'completed' if state == COMPLETED_STATE else 'rolled back'} "
         f"while this task attempt wrote {what}; its files are deleted (a late or speculative attempt)"
     )
+
+
+def compaction_state(names: Iterable[str], instant: str) -> str:
+    """``completed``, ``running`` (inflight), ``requested`` (rolled back to its plan, or not started) or ``gone``
+    (unscheduled): compaction ``instant``'s state among the timeline file ``names``."""
+    states = set()
+    for name in names:
+        parsed = InstantFileName.parse(name)
+        if parsed is None or parsed.requested_time != instant:
+            continue
+        if parsed.state == COMPLETED and parsed.action == COMMIT:
+            return COMPLETED_STATE
+        if parsed.action == COMPACTION:
+            states.add(parsed.state)
+    if INFLIGHT in states:
+        return RUNNING_STATE
+    return REQUESTED_STATE if REQUESTED in states else GONE_STATE
+
+
+def _compaction_state(storage: TableStorage, timeline_path: str, layout: int, instant: str) -> str:
+    if layout < 2:
+        # Layout 1 names every state without a completion time: HEADs (or stats) instead of a timeline listing.
+        names = [
+            InstantFileName(instant, COMMIT, COMPLETED).name,
+            InstantFileName(instant, COMPACTION, INFLIGHT).name,
+            InstantFileName(instant, COMPACTION, REQUESTED).name,
+        ]
+        for name in names:
+            if storage.is_file(f"{timeline_path}/{name}"):
+                return compaction_state([name], instant)
+        return GONE_STATE
+    files, _ = storage.list_dir(timeline_path)
+    return compaction_state((f.name for f in files), instant)
+
+
+def require_compaction_running(storage: TableStorage, timeline_path: str, layout: int, instant: str, what: str) -> None:
+    """Refuse to write ``what`` (a task's outputs, or the commit) unless compaction ``instant`` is running.
+
+    Raises:
+        CompactionExecutionError: the compaction completed (the files its commit lists stand), was rolled back
+            (its plan is requested again) or unscheduled; nothing was written.
+    """
+    state = _compaction_state(storage, timeline_path, layout, instant)
+    if state == RUNNING_STATE:
+        return
+    now = {
+        COMPLETED_STATE: "already completed: the files its commit lists stand",
+        REQUESTED_STATE: "not running (rolled back to its plan): a run writes them again",
+        GONE_STATE: "no longer on the timeline (unscheduled)",
+    }[state]
+    raise CompactionExecutionError(f"compaction {instant} of {storage.uri} is {now}; {what} is not written")

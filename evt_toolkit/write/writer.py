@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import posixpath
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
@@ -29,6 +30,7 @@ import pyarrow.compute as pc
 
 from evt_toolkit.errors import (
     EvtError,
+    ObjectNotFoundError,
     PendingTableServiceError,
     SchemaMismatchError,
     UnsupportedFeatureError,
@@ -38,8 +40,9 @@ from evt_toolkit.errors import (
 from evt_toolkit.faults import fault_point
 from evt_toolkit.format.extra_metadata import WRITE_DELETE_EVENT_TIMES, DeleteEventTimes, encode_delete_event_times
 from evt_toolkit.format.log_writer import META_FIELDS, arrow_to_avro_schema, avro_schema_json, with_meta_fields
+from evt_toolkit.format.logfile import BlockType, scan_log_blocks
 from evt_toolkit.format.metadata import write_stat
-from evt_toolkit.format.names import COMPLETED, INFLIGHT, REQUESTED
+from evt_toolkit.format.names import COMPLETED, INFLIGHT, REQUESTED, LogFileName
 from evt_toolkit.format.ownership import WRITE
 from evt_toolkit.format.records import CommitMetadata, WriteStat
 from evt_toolkit.format.table_version import WRITABLE_TABLE_VERSIONS
@@ -48,6 +51,7 @@ from evt_toolkit.table.fs_view import FileSystemView, list_partition_files
 from evt_toolkit.table.guards import has_metadata_table, require_writable
 from evt_toolkit.table.schema import latest_avro_schema
 from evt_toolkit.table.timeline import COMMIT, COMPACTION, Timeline
+from evt_toolkit.write.fence import require_still_pending
 from evt_toolkit.write.index import BUCKET, WriteIndex, check_writable_1x, resolve_write_index
 from evt_toolkit.write.instants import new_instant_time
 from evt_toolkit.write.metadata_sync import added_files, sync_files_partition
@@ -379,10 +383,29 @@ def _join_pending_buckets(table: Table, instant: str, fgs: list[FileGroupWrite])
 
 
 def _reconcile(storage: TableStorage, instant: str, written: set[str]) -> None:
-    """Delete the files a task attempt of ``instant`` recorded that no write stat of the commit lists."""
+    """Delete the files a task attempt of ``instant`` recorded that no write stat of the commit lists.
+
+    A record names a file its attempt was about to create; an attempt that failed in between never made it, and on
+    version 6 a log's name carries its slice, not its writer: another write into the slice can have committed a log
+    under that name since. So a recorded log goes only while every block in it is ``instant``'s (as a rollback
+    decides); base files carry their writer's instant in their name.
+    """
     for path in owned_files(storage, instant, [WRITE]):
-        if path not in written:
+        if path not in written and _written_by(storage, path, instant):
             storage.delete_file(path)
+
+
+def _written_by(storage: TableStorage, rel: str, instant: str) -> bool:
+    """Whether ``rel`` exists and, for a log, holds no block but ``instant``'s (torn bytes aside)."""
+    if LogFileName.parse(posixpath.basename(rel)) is None:
+        return storage.exists(rel)
+    try:
+        size = storage.size(rel)
+        with storage.open_input(rel) as f:
+            blocks = list(scan_log_blocks(f, size, storage.full_path(rel)))
+    except ObjectNotFoundError:
+        return False
+    return all(b.instant_time == instant for b in blocks if b.block_type is not BlockType.CORRUPT)
 
 
 def _new_buckets(fgs: list[FileGroupWrite]) -> list[FileGroupWrite]:
@@ -741,6 +764,9 @@ def write(
         _check_slices_still_latest(table, instant, groups, timeline)
     else:
         _check_no_later_compaction(table, instant, groups, timeline)
+    # A rollback elsewhere cannot tell this running write from a failed one: once it took the files, nothing may
+    # complete (looked at before the metadata table lists the files, and again right before completing).
+    require_still_pending(storage, spec)
     # A metadata table lists the instant's files before the instant completes (HoodieTable.writeTableMetadata).
     if has_metadata_table(table):
         sync_files_partition(table, instant, added=added_files(storage, written))
@@ -751,6 +777,8 @@ def write(
         if fmt.timeline_layout >= 2
         else None
     )
+    if has_metadata_table(table):
+        require_still_pending(storage, spec)
     storage.write_bytes_atomic(
         _instant_file(table, instant, COMPLETED, completion), fmt.encode_commit_metadata(metadata.to_record())
     )
@@ -760,8 +788,8 @@ def write(
     # its task deletes itself (evt_toolkit.write.fence).
     _reconcile(storage, instant, written)
     # Hudi deletes the instant's marker folder once the commit is complete (WriteMarkers.quietDeleteMarkerDir). On
-    # object stores that is a LIST and a DELETE per commit for files nothing reads again: they are left there (a clean
-    # removes the folders of completed instants).
+    # object stores that is a LIST and a DELETE per commit for files nothing reads again: they are left there
+    # (`compaction repair` removes the folders of completed instants).
     if not storage.is_object_store:
         with contextlib.suppress(EvtError):
             drop_ownership(storage, instant)

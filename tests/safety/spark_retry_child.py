@@ -420,8 +420,8 @@ def late_write_attempt(spark: Any, root: Path, version: int) -> None:
 
 def late_compaction_attempt(spark: Any, root: Path, version: int) -> None:
     """A compaction task attempt that runs on after the compaction committed (a speculative copy or lost retry): its
-    outputs carry the plan's names, so it rewrites the committed base file and carry-over log; they must come out
-    byte for byte the same, and nothing else may be added."""
+    outputs carry the plan's names, so it would rewrite the committed base file and carry-over log; it is refused,
+    and no data file may change or be added."""
     from evt_toolkit.compaction.merge_task import run_merge_task
     from evt_toolkit.compaction.strategy import UnBoundedCompactionStrategy
 

@@ -18,7 +18,7 @@ worker:
   ``spark.python.task.killTimeout`` is long, so Spark's cancelled task really runs on): the failed write is rolled
   back at once and the straggler then tries to write; nothing it writes may stay on storage;
 * a compaction task attempt that runs on after the compaction committed: its outputs carry the plan's names, so it
-  rewrites them; they must come out byte for byte the same, with nothing added.
+  would rewrite them: it is refused (its compaction is no longer running), and no data file changes or is added.
 
 Each scenario checks that a first attempt really died, then the table against a plain dict model and hudi-rs
 (snapshot, time travel to every write, the incremental read has each key once), that no data file is left that no
