@@ -515,6 +515,34 @@ def test_an_interrupted_spilling_task_leaves_no_spill_file(
     assert list(spill_dir.iterdir()) == []
 
 
+@pytest.mark.parametrize("setting", ["inside", "the table itself", "uri", "relative", "budget"])
+def test_a_spill_path_inside_the_table_or_not_local_is_refused_before_the_run_starts(
+    root: Path, setting: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``hoodie.memory.spillable.map.path`` inside the table's folder (its spill files would sit among the table's
+    files), a URI (spill files go to local disk only; it was taken for a folder under the working directory) or a
+    relative path (the working directory of whichever worker runs the task), and a malformed budget, are refused
+    with a TableConfigError naming ``hoodie.properties`` before the plan goes inflight: the timeline is as it was."""
+    monkeypatch.chdir(root)  # a URI taken for a relative path would land here
+    t, instant, before, writes = _small_table(root / "t", None)
+    if setting == "inside":
+        _set(root / "t", SPILL_PATH_KEY, str(root / "t" / "region=r0"))
+    elif setting == "the table itself":
+        _set(root / "t", SPILL_PATH_KEY, str(root / "x" / ".." / "t") + "/")
+    elif setting == "uri":
+        _set(root / "t", SPILL_PATH_KEY, "s3a://bucket/tmp")
+    elif setting == "relative":
+        _set(root / "t", SPILL_PATH_KEY, "spill")
+    else:
+        _set(root / "t", MEMORY_MAX_SIZE_KEY, "lots")
+    files = sorted(str(p) for p in Path(t.path).rglob("*"))
+    with pytest.raises(evt.TableConfigError, match=r"hoodie\.properties"):
+        evt.HudiTable.open(root / "t").compaction.run(instant)
+    assert sorted(str(p) for p in Path(t.path).rglob("*")) == files, "the refused run changed the table's files"
+    assert sorted(p.name for p in root.iterdir()) == ["t"], "nothing written beside the table"
+    _untouched(t, instant, before, writes)
+
+
 def test_spark_spilled_compaction_equals_the_local_one(root: Path, monkeypatch: pytest.MonkeyPatch, spark: Any) -> None:
     """The 1-byte budget on Spark's executors (each task spills into the most partitions it allows): the same
     answers, base file rows, footers, write stats and carry-over records as the unspilled run here."""
