@@ -88,6 +88,7 @@ __all__ = [
     "BoundedSliceMerge",
     "MemoryBudget",
     "configured_memory_budget",
+    "configured_spill_dir",
     "worker_memory_bytes",
 ]
 
@@ -158,6 +159,44 @@ def configured_memory_budget(properties: Mapping[str, str] | None, source: str =
     if value <= 0:
         raise TableConfigError(f"{source}: {MEMORY_MAX_SIZE_KEY} must be a positive number of bytes, not {raw!r}")
     return value
+
+
+def configured_spill_dir(
+    properties: Mapping[str, str] | None, source: str = "hoodie.properties", table_dir: str | None = None
+) -> str | None:
+    """``hoodie.memory.spillable.map.path`` when set (``None``: the system's temporary directory).
+
+    Spill files go to the local disk of the worker running the task, into a folder of their own under this one, so
+    the setting must be an absolute local path: a URI is no local folder (taken as one, ``s3a://b/tmp`` became a
+    folder ``s3a:`` under the working directory), and a relative path would depend on each worker's working
+    directory. ``table_dir`` is the table's folder when it is on local disk: the spill must not go inside it, where
+    its files would sit among the table's.
+
+    Raises:
+        TableConfigError: a URI, a relative path, or a folder inside the table (names the source).
+    """
+    raw = (properties or {}).get(SPILL_PATH_KEY)
+    if raw is None or not str(raw).strip():
+        return None
+    path = str(raw).strip()
+    scheme, sep, _ = path.partition(":")
+    if sep and scheme and (scheme.isalnum() and len(scheme) > 1):
+        raise TableConfigError(
+            f"{source}: {SPILL_PATH_KEY} must be a folder on the workers' local disk, not the URI {path!r}"
+        )
+    if not os.path.isabs(path):
+        raise TableConfigError(
+            f"{source}: {SPILL_PATH_KEY} must be an absolute path (a relative one, {path!r}, would depend on the "
+            "working directory of each worker)"
+        )
+    if table_dir is not None:
+        spill, table = os.path.realpath(path), os.path.realpath(table_dir)
+        if spill == table or spill.startswith(table.rstrip(os.sep) + os.sep):
+            raise TableConfigError(
+                f"{source}: {SPILL_PATH_KEY}={path!r} is inside the table's folder {table_dir}; spill files must "
+                "not be written among the table's files (use a folder outside the table)"
+            )
+    return path
 
 
 class TaskCancelled(Exception):
