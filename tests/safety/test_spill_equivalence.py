@@ -563,3 +563,17 @@ def test_spark_spilled_compaction_equals_the_local_one(root: Path, monkeypatch: 
     assert sorted(lo["bases"]) == sorted(so["bases"])
     for n, b in lo["bases"].items():
         assert so["bases"][n].equals(b), n
+
+
+def test_a_decoding_pool_in_use_keeps_working_when_another_task_needs_more_threads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Tasks side by side (or a read beside a compaction) share the process's decoding pool. One that asks for more
+    threads than the pool has gets a larger one; the pool another task got a moment before, and is handing its
+    chunks to, must still take them (it was shut down: ``cannot schedule new futures after shutdown``)."""
+    from evt_toolkit.format import log_content
+
+    monkeypatch.setattr(log_content, "_POOL", None)  # as in a fresh worker
+    pool = log_content._decode_pool(2)
+    log_content._decode_pool(3)  # another task, at the same time, with more chunks to decode
+    assert list(pool.map(lambda x: x * 2, [1, 2, 3])) == [2, 4, 6]
