@@ -267,7 +267,14 @@ def outputs(t: evt.HudiTable, instant: str) -> dict[str, Any]:
             assert b"hoodie_min_record_key" not in footer
         # The event-time range the preview trusts is the range of the rows written.
         assert (s.min_event_time, s.max_event_time) == ((min(ev), max(ev)) if ev else (None, None)), s.path
+    # What the next compaction's preview says of the new slices (event-time facts of base files and carry-overs).
+    pv = t.compaction.preview(EventTimeBasedCompactionStrategy(BASE + T + 200), now_ms=BASE + 10_000)
+    steady = [
+        tbl.select([c for c in tbl.column_names if not any(w in c for w in ("size", "bytes", "offset", "elapsed"))])
+        for tbl in (pv.per_slice, pv.per_log)
+    ]
     return {
+        "preview": [_sorted(x) for x in steady],
         "bases": {n: b.drop_columns(["_hoodie_file_name"]) for n, b in bases.items()},
         "carries": carries,
         "stats": stats,
@@ -379,6 +386,7 @@ def test_spilled_compactions_keep_every_answer(
     for name, (got_answers, got_outputs) in runs.items():
         assert got_answers == ref_answers, f"{name}: answers differ from the unspilled run"
         assert got_outputs["stats"] == ref_outputs["stats"], f"{name}: write stats differ"
+        assert got_outputs["preview"] == ref_outputs["preview"], f"{name}: the next preview differs"
         assert got_outputs["carries"] == ref_outputs["carries"], f"{name}: carry-over records differ"
         assert sorted(got_outputs["bases"]) == sorted(ref_outputs["bases"])
         for n, b in ref_outputs["bases"].items():
@@ -559,7 +567,7 @@ def test_spark_spilled_compaction_equals_the_local_one(root: Path, monkeypatch: 
         runs[name] = (after, outputs(t, instant))
     assert runs["spark"][0] == runs["default"][0]
     (_, lo), (_, so) = runs["default"], runs["spark"]
-    assert lo["stats"] == so["stats"] and lo["carries"] == so["carries"]
+    assert lo["stats"] == so["stats"] and lo["carries"] == so["carries"] and lo["preview"] == so["preview"]
     assert sorted(lo["bases"]) == sorted(so["bases"])
     for n, b in lo["bases"].items():
         assert so["bases"][n].equals(b), n
@@ -577,3 +585,30 @@ def test_a_decoding_pool_in_use_keeps_working_when_another_task_needs_more_threa
     pool = log_content._decode_pool(2)
     log_content._decode_pool(3)  # another task, at the same time, with more chunks to decode
     assert list(pool.map(lambda x: x * 2, [1, 2, 3])) == [2, 4, 6]
+
+
+def test_spilling_tasks_side_by_side_hold_few_files_open(root: Path, spills: list[int]) -> None:
+    """Two tasks spilling side by side into 256 hash partitions each, log rows and base rows, under an open-file
+    limit of a couple of hundred more than the process holds (1024 is a common default, shared by as many tasks as
+    the machine has cores): the spill must not hold a file open per partition (it held two per partition and task
+    until every partition was written) and the run commits with every answer as before."""
+    import resource
+
+    src = _Table(root / "t", 5, 9, True, False, "event_time")
+    src.upsert([src._row(f"k{i:04d}", 1, T) for i in range(3000)])
+    src.compact_first()  # base files to spill as well
+    src.upsert([src._row(f"k{i:04d}", 2, T) for i in range(0, 3000, 2)])
+    _set(root / "t", MEMORY_MAX_SIZE_KEY, "1")
+    t = evt.HudiTable.open(root / "t")
+    c = t.compaction.schedule(UnBoundedCompactionStrategy())
+    assert c is not None and len(c.plan.operations) == 2
+    before = answers(t, src.writes)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    open_now = len(os.listdir("/proc/self/fd"))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (open_now + 200, hard))
+    try:
+        evt.HudiTable.open(root / "t").compaction.run(c.instant)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert spills and min(spills) == bounded_merge.MAX_PARTITIONS
+    assert but_ro(answers(t, src.writes)) == but_ro(before)
