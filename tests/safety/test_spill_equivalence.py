@@ -523,13 +523,14 @@ def test_an_interrupted_spilling_task_leaves_no_spill_file(
     assert list(spill_dir.iterdir()) == []
 
 
-@pytest.mark.parametrize("setting", ["inside", "the table itself", "uri", "relative", "budget"])
+@pytest.mark.parametrize("setting", ["inside", "the table itself", "uri", "relative", "a file", "budget"])
 def test_a_spill_path_inside_the_table_or_not_local_is_refused_before_the_run_starts(
     root: Path, setting: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``hoodie.memory.spillable.map.path`` inside the table's folder (its spill files would sit among the table's
     files), a URI (spill files go to local disk only; it was taken for a folder under the working directory) or a
-    relative path (the working directory of whichever worker runs the task), and a malformed budget, are refused
+    relative path (the working directory of whichever worker runs the task) or an existing file (every task failed
+    on it after the plan went inflight), and a malformed budget, are refused
     with a TableConfigError naming ``hoodie.properties`` before the plan goes inflight: the timeline is as it was."""
     monkeypatch.chdir(root)  # a URI taken for a relative path would land here
     t, instant, before, writes = _small_table(root / "t", None)
@@ -541,13 +542,16 @@ def test_a_spill_path_inside_the_table_or_not_local_is_refused_before_the_run_st
         _set(root / "t", SPILL_PATH_KEY, "s3a://bucket/tmp")
     elif setting == "relative":
         _set(root / "t", SPILL_PATH_KEY, "spill")
+    elif setting == "a file":
+        (root / "spill").write_text("not a folder")
+        _set(root / "t", SPILL_PATH_KEY, str(root / "spill"))
     else:
         _set(root / "t", MEMORY_MAX_SIZE_KEY, "lots")
     files = sorted(str(p) for p in Path(t.path).rglob("*"))
     with pytest.raises(evt.TableConfigError, match=r"hoodie\.properties"):
         evt.HudiTable.open(root / "t").compaction.run(instant)
     assert sorted(str(p) for p in Path(t.path).rglob("*")) == files, "the refused run changed the table's files"
-    assert sorted(p.name for p in root.iterdir()) == ["t"], "nothing written beside the table"
+    assert sorted(p.name for p in root.iterdir() if p.name != "spill") == ["t"], "nothing written beside the table"
     _untouched(t, instant, before, writes)
 
 
