@@ -172,7 +172,7 @@ def configured_spill_dir(
     its files would sit among the table's.
 
     Raises:
-        TableConfigError: a URI, a relative path, or a folder inside the table (names the source).
+        TableConfigError: a URI, a relative path, an existing file, or a folder inside the table (names the source).
     """
     raw = (properties or {}).get(SPILL_PATH_KEY)
     if raw is None or not str(raw).strip():
@@ -188,6 +188,8 @@ def configured_spill_dir(
             f"{source}: {SPILL_PATH_KEY} must be an absolute path (a relative one, {path!r}, would depend on the "
             "working directory of each worker)"
         )
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise TableConfigError(f"{source}: {SPILL_PATH_KEY}={path!r} is a file, not a folder")
     if table_dir is not None:
         spill, table = os.path.realpath(path), os.path.realpath(table_dir)
         if spill == table or spill.startswith(table.rstrip(os.sep) + os.sep):
