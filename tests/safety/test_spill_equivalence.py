@@ -27,14 +27,17 @@ view the compaction's forms give. Across the runs: the new base files' rows, the
 preview's per-slice and per-log facts, and the carry-over logs' records. Every run spills into
 ``hoodie.memory.spillable.map.path`` outside the table, which must be empty afterwards.
 
+Stock Spark-written tables (delete ordering types, duplicate keys, added and promoted columns, v6/v8/v9) compact
+alike in memory and spilled.
+
 Failures: a full disk under the spill or under the new base file (a CompactionExecutionError or StorageError naming
 it, no file left), Ctrl-C while spilling, after it and between partitions (no spill file left, nothing committed,
 a second run commits), spill settings refused before the plan goes inflight (inside the table, a URI, relative, a
 file), tasks side by side under a low open-file limit, and the shared decoding pool a task is using.
 
 CI runs two cases on one seed without the ``spill`` run, asking time travel and incremental windows at a few
-writes; a long run (``EVT_SPILL_EQ_ALL=1``, or ``EVT_SPILL_EQ_SEEDS=<n>`` seeds per case) runs every case and run
-with larger tables and asks at every write.
+writes, and five stock tables; a long run (``EVT_SPILL_EQ_ALL=1``, or ``EVT_SPILL_EQ_SEEDS=<n>`` seeds per case)
+runs every case, run and stock table with larger tables and asks at every write.
 """
 
 from __future__ import annotations
@@ -403,7 +406,7 @@ def test_spilled_compactions_keep_every_answer(
         for n, b in ref_outputs["bases"].items():
             assert got_outputs["bases"][n].equals(b), f"{name}: rows of {n} differ"
     # The model: the snapshot as committed, and the RO view the compaction's forms give.
-    src.t = evt.HudiTable.open(root / "spill")
+    src.t = evt.HudiTable.open(root / MODES[-1])  # a spilled run
     src.learn(instant)
     want = {k: {c: r[c] for c in DATA_COLUMNS} for k, r in src.model.snapshot().items()}
     assert _by_key(src.t.read()) == want
@@ -643,9 +646,16 @@ STOCK = [
     "mor_v8_trips_8i3u1d",
     "mor_v9_mor_compacted_incremental",
 ]
+STOCK_CI = [
+    "mor_table_delete_ord_decimal",
+    "mor_table_duplicate_keys",
+    "mor_table_evo_promotion",
+    "mor_v6_trips_8i3d",
+    "mor_v8_trips_8i3u1d",
+]
 
 
-@pytest.mark.parametrize("fixture", STOCK)
+@pytest.mark.parametrize("fixture", STOCK if LONG else STOCK_CI)
 def test_stock_tables_compact_alike_spilled_or_not(
     root: Path, monkeypatch: pytest.MonkeyPatch, shared_fixtures: Path, fixture: str
 ) -> None:
