@@ -14,10 +14,10 @@ column-wise:
    when it reaches :attr:`MemoryBudget.state_bytes` and once at the end: each record is reduced about once, not
    once per batch and again with the state (B3 large: 5.7 million records reduced for 4.5 million log records,
    instead of 8.9 million).
-3. When the reduced key state still outgrows :attr:`MemoryBudget.state_bytes`, it is written to Arrow IPC files under a
-   temporary directory, one per hash partition of the record key (``P`` partitions sized so that one fits the
-   budget); so is every later batch (reduced first) once its buffer fills, and the base file's rows, row group by
-   row group.
+3. When the reduced key state still outgrows :attr:`MemoryBudget.state_bytes`, it is written to an Arrow IPC file
+   under a temporary directory, split by hash partition of the record key (``P`` partitions sized so that one fits
+   the budget; one file per spill holding every partition in turn, so that a task holds one file open at most); so
+   is every later batch (reduced first) once its buffer fills, and the base file's rows.
 4. Each partition is then merged on its own with the base rows of the same partition
    (:meth:`BoundedSliceMerge.parts`): a key lives in exactly one partition, so every per-key decision the task
    takes (:mod:`~evt_toolkit.compaction.carry_over`) is the same as over the whole slice.
@@ -48,7 +48,6 @@ import pyarrow.parquet as pq
 
 from evt_toolkit.errors import (
     CompactionExecutionError,
-    EvtError,
     ReadError,
     TableConfigError,
     UnsupportedFeatureError,
@@ -88,6 +87,7 @@ __all__ = [
     "BoundedSliceMerge",
     "MemoryBudget",
     "configured_memory_budget",
+    "configured_spill_dir",
     "worker_memory_bytes",
 ]
 
@@ -158,6 +158,46 @@ def configured_memory_budget(properties: Mapping[str, str] | None, source: str =
     if value <= 0:
         raise TableConfigError(f"{source}: {MEMORY_MAX_SIZE_KEY} must be a positive number of bytes, not {raw!r}")
     return value
+
+
+def configured_spill_dir(
+    properties: Mapping[str, str] | None, source: str = "hoodie.properties", table_dir: str | None = None
+) -> str | None:
+    """``hoodie.memory.spillable.map.path`` when set (``None``: the system's temporary directory).
+
+    Spill files go to the local disk of the worker running the task, into a folder of their own under this one, so
+    the setting must be an absolute local path: a URI is no local folder (taken as one, ``s3a://b/tmp`` became a
+    folder ``s3a:`` under the working directory), and a relative path would depend on each worker's working
+    directory. ``table_dir`` is the table's folder when it is on local disk: the spill must not go inside it, where
+    its files would sit among the table's.
+
+    Raises:
+        TableConfigError: a URI, a relative path, an existing file, or a folder inside the table (names the source).
+    """
+    raw = (properties or {}).get(SPILL_PATH_KEY)
+    if raw is None or not str(raw).strip():
+        return None
+    path = str(raw).strip()
+    scheme, sep, _ = path.partition(":")
+    if sep and scheme and (scheme.isalnum() and len(scheme) > 1):
+        raise TableConfigError(
+            f"{source}: {SPILL_PATH_KEY} must be a folder on the workers' local disk, not the URI {path!r}"
+        )
+    if not os.path.isabs(path):
+        raise TableConfigError(
+            f"{source}: {SPILL_PATH_KEY} must be an absolute path (a relative one, {path!r}, would depend on the "
+            "working directory of each worker)"
+        )
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise TableConfigError(f"{source}: {SPILL_PATH_KEY}={path!r} is a file, not a folder")
+    if table_dir is not None:
+        spill, table = os.path.realpath(path), os.path.realpath(table_dir)
+        if spill == table or spill.startswith(table.rstrip(os.sep) + os.sep):
+            raise TableConfigError(
+                f"{source}: {SPILL_PATH_KEY}={path!r} is inside the table's folder {table_dir}; spill files must "
+                "not be written among the table's files (use a folder outside the table)"
+            )
+    return path
 
 
 class TaskCancelled(Exception):
@@ -328,7 +368,14 @@ def _partition_ids(keys: pa.ChunkedArray | pa.Array, partitions: int) -> np.ndar
 
 
 class _Spill:
-    """Hash-partitioned Arrow IPC streams under a temporary directory: log state rows and base rows."""
+    """Hash-partitioned spill files under a temporary directory: log state rows and base rows.
+
+    Each write is one Arrow IPC file holding the rows of every partition in turn (partition ``p``'s record batches
+    are a span of the file's batches, kept in :attr:`spans`), written and closed at once: a task holds at most one
+    spill file open, however many partitions it spills into (a stream per partition held two files open per
+    partition and task, and tasks side by side ran out of file descriptors). A partition is read back by memory-
+    mapping each file in turn and taking its span (the file's footer locates the batches; no other batch is read).
+    """
 
     def __init__(
         self,
@@ -346,8 +393,9 @@ class _Spill:
             self.dir = tempfile.mkdtemp(prefix="evt-compaction-spill-", dir=root)
         self.partitions = partitions
         self.schemas = {"log": state_schema, "base": base_schema}
-        self.writers: dict[tuple[str, int], pa.ipc.RecordBatchStreamWriter] = {}
-        self.sinks: dict[tuple[str, int], pa.NativeFile] = {}
+        #: per kind: the spill files in write order, and per file the ``(first batch, batches)`` of each partition.
+        self.files: dict[str, list[str]] = {"log": [], "base": []}
+        self.spans: dict[str, list[list[tuple[int, int]]]] = {"log": [], "base": []}
         self.bytes = 0
 
     @contextlib.contextmanager
@@ -363,61 +411,54 @@ class _Spill:
                 f"{SPILL_PATH_KEY} at a folder with room, or give the task more memory"
             ) from exc
 
-    def _path(self, kind: str, p: int) -> str:
-        return os.path.join(self.dir, f"{kind}-{p:04d}.arrows")
+    def _path(self, kind: str, i: int) -> str:
+        return os.path.join(self.dir, f"{kind}-{i:06d}.arrow")
 
     def write(self, kind: str, rows: pa.Table) -> None:
+        """Spill ``rows`` into one new file, partition after partition."""
         if rows.num_rows == 0:
             return
         part = _partition_ids(rows[KEY], self.partitions)
         order = np.argsort(part, kind="stable")
         counts = np.bincount(part, minlength=self.partitions)
         ordered = rows.take(pa.array(order))
-        start = 0
-        with self._io("write spilled rows"):
-            for p, n in enumerate(counts.tolist()):
-                if n:
-                    key = (kind, p)
-                    writer = self.writers.get(key)
-                    if writer is None:
-                        sink = pa.OSFile(self._path(kind, p), "wb")
-                        self.sinks[key] = sink
-                        writer = self.writers[key] = pa.ipc.new_stream(sink, self.schemas[kind])
-                    writer.write_table(ordered.slice(start, n))
+        path = self._path(kind, len(self.files[kind]))
+        spans: list[tuple[int, int]] = []
+        start = written = 0
+        self.files[kind].append(path)  # listed before it exists: removed with the folder whatever happens next
+        with (
+            self._io("write spilled rows"),
+            pa.OSFile(path, "wb") as sink,
+            pa.ipc.new_file(sink, self.schemas[kind]) as writer,
+        ):
+            for n in counts.tolist():
+                batches = ordered.slice(start, n).to_batches() if n else []
+                for batch in batches:
+                    writer.write_batch(batch)
+                spans.append((written, len(batches)))
+                written += len(batches)
                 start += n
+        self.spans[kind].append(spans)
         self.bytes += ordered.nbytes
 
-    def finish(self) -> None:
-        """Close every stream (all of them, even when one fails); raises the first failure."""
-        failed: OSError | None = None
-        for stream in [*self.writers.values(), *self.sinks.values()]:
-            try:
-                stream.close()
-            except OSError as exc:
-                failed = failed or exc
-        self.writers.clear()
-        self.sinks.clear()
-        if failed is not None:
-            with self._io("finish the spilled rows"):
-                raise failed
-
     def read(self, kind: str, p: int) -> pa.Table:
-        path = self._path(kind, p)
-        if not os.path.exists(path):
-            return self.schemas[kind].empty_table()
+        """Partition ``p``'s rows of every file of ``kind``, in write order."""
+        batches: list[pa.RecordBatch] = []
         with self._io("read spilled rows"):
-            with pa.memory_map(path) as source:
-                table = pa.ipc.open_stream(source).read_all()
-            os.unlink(path)  # the mapping stays valid; the disk space goes as soon as the table does
-        return table
+            for path, spans in zip(self.files[kind], self.spans[kind], strict=False):
+                first, count = spans[p]
+                if not count:
+                    continue
+                with pa.memory_map(path) as source:  # the batches keep the mapping; the file is closed here
+                    reader = pa.ipc.open_file(source)
+                    batches += [reader.get_batch(i) for i in range(first, first + count)]
+        if not batches:
+            return self.schemas[kind].empty_table()
+        return pa.Table.from_batches(batches, schema=self.schemas[kind])
 
     def close(self) -> None:
-        """Remove the spill folder, whatever happened (a stream that fails to close is of no use any more)."""
-        try:
-            with contextlib.suppress(EvtError):
-                self.finish()
-        finally:
-            shutil.rmtree(self.dir, ignore_errors=True)
+        """Remove the spill folder, whatever happened."""
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 @dataclass
@@ -545,7 +586,6 @@ class BoundedSliceMerge:
         if self._spill is not None:
             self._spill_state()
             self._spill_base()
-            self._spill.finish()
             self.totals.spilled_bytes = self._spill.bytes
 
     def _base_estimate(self) -> int:
@@ -732,8 +772,19 @@ class BoundedSliceMerge:
             try:
                 pf = pq.ParquetFile(f)
                 rows_per_batch = max(1024, min(1 << 20, self.budget.batch_bytes // 256))
+                # A spill file per key state's worth of base rows (each file is opened once per partition read).
+                pending: list[pa.RecordBatch] = []
+                pending_bytes = 0
                 for rb in pf.iter_batches(batch_size=rows_per_batch):
-                    self._spill.write("base", conform(pa.Table.from_batches([rb]), ctx.schema, self.base_file.path))
+                    pending.append(rb)
+                    pending_bytes += rb.nbytes
+                    if pending_bytes >= self.budget.state_bytes:
+                        self._spill.write(
+                            "base", conform(pa.Table.from_batches(pending), ctx.schema, self.base_file.path)
+                        )
+                        pending, pending_bytes = [], 0
+                if pending:
+                    self._spill.write("base", conform(pa.Table.from_batches(pending), ctx.schema, self.base_file.path))
             except (pa.ArrowInvalid, OSError, UnicodeDecodeError) as exc:
                 raise ReadError(f"cannot read base file {self.base_file.path}: {exc}") from exc
 

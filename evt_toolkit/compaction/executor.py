@@ -43,7 +43,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from evt_toolkit.compaction.bounded_merge import SPILL_PATH_KEY, MemoryBudget, configured_memory_budget
+from evt_toolkit.compaction.bounded_merge import MemoryBudget, configured_memory_budget, configured_spill_dir
 from evt_toolkit.compaction.merge_task import (
     FaultHook,
     MergeResult,
@@ -372,8 +372,11 @@ def run_compaction(
         PendingTableServiceError: (version 6) a compacted log holds blocks of a pending write, or grew while the run
             ran (a writer appended to it); nothing is committed.
         LogFormatError: a compacted log is corrupt (names it); nothing is committed.
-        CompactionExecutionError: a Spark task failed (its error text included), or writes kept landing in a new
-            slice while committing; nothing is committed.
+        TableConfigError: ``hoodie.memory.compaction.max.size`` is not a positive number, or
+            ``hoodie.memory.spillable.map.path`` is no absolute local path outside the table; refused before the
+            plan goes inflight.
+        CompactionExecutionError: a Spark task failed (its error text included), a task's spill disk failed, or
+            writes kept landing in a new slice while committing; nothing is committed.
     """
     if not isinstance(instant, str) or not instant:
         raise PlanValidationError(f"a compaction instant such as '20250101000000000' is needed, not {instant!r}")
@@ -388,6 +391,12 @@ def run_compaction(
     if problems:
         raise PlanValidationError(f"compaction {instant} cannot run: " + "; ".join(problems))
     storage = table.storage
+    # The tasks' settings are checked before anything changes: a bad one leaves the plan requested.
+    props_source = storage.full_path(".hoodie/hoodie.properties")
+    memory_budget = configured_memory_budget(table.config.properties, props_source)
+    spill_dir = configured_spill_dir(
+        table.config.properties, props_source, storage.full_path("") if storage.is_local else None
+    )
     ops = plan.operations
     threshold_text = extra.get(EXTRA_THRESHOLD_MS)
     threshold = int(threshold_text) if threshold_text else None
@@ -420,8 +429,8 @@ def run_compaction(
             event_time_unit=cfg.event_time_unit,
             exact_split=split,
             threshold=threshold,
-            memory_budget=configured_memory_budget(cfg.properties, storage.full_path(".hoodie/hoodie.properties")),
-            spill_dir=cfg.properties.get(SPILL_PATH_KEY) or None,
+            memory_budget=memory_budget,
+            spill_dir=spill_dir,
             outputs_recorded=True,
             timeline_path=cfg.timeline_path,
             fault_hook=fault_hook,

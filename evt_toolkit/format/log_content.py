@@ -386,14 +386,14 @@ def _decode_pool(workers: int) -> ThreadPoolExecutor:
     """A decoding thread pool kept for the process (starting threads costs ~1 ms each, per call otherwise).
 
     Made again in a forked child (Spark's Python workers fork), whose copy of the parent's threads is gone, and
-    when more workers are asked for than it has.
+    when more workers are asked for than it has. The smaller pool it replaces is not shut down: a task running beside
+    the one asking (compaction tasks side by side, a read beside a compaction) may have just got it and be handing it
+    its chunks; its idle threads end once the last caller drops it.
     """
     global _POOL
     with _POOL_LOCK:
         pid = os.getpid()
         if _POOL is None or _POOL[0] != pid or _POOL[1] < workers:
-            if _POOL is not None and _POOL[0] == pid:
-                _POOL[2].shutdown(wait=False)
             _POOL = (pid, workers, ThreadPoolExecutor(max_workers=workers, thread_name_prefix="evt-decode"))
         return _POOL[2]
 
