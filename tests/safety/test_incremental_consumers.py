@@ -110,3 +110,29 @@ def test_a_failed_write_bounds_windows_until_it_is_rolled_back(tmp_path: Path) -
         t.refresh().read("incremental", begin=cp)
     t.refresh().rollback(failed)
     assert _ids(t.refresh().read("incremental", begin=cp)) == [2]
+
+
+def test_a_window_over_a_pending_write_is_refused_through_spark(tmp_path: Path, spark: Any) -> None:
+    """The ``hudi_evt`` Spark source plans with the same planner: the same window is refused there too."""
+    from tests.services import failed_write
+
+    t = create(tmp_path / "t", "commit_time", table_version=6)
+    cp = t.write(rows([0], 1, 100))
+    failed = failed_write(t, rows([1], 2, 100))
+    t.refresh().write(rows([2], 3, 100))
+
+    def pull() -> list[int]:
+        df = (
+            spark.read.format("hudi_evt")
+            .option("hoodie.datasource.query.type", "incremental")
+            .option("hoodie.datasource.read.begin.instanttime", cp)
+            .load(t.path)
+        )
+        return sorted(int(x) for x in df.select("id").toPandas()["id"])
+
+    # Spark wraps an error of a Python data source's planning in an AnalysisException that carries it.
+    with pytest.raises(Exception, match=f"ReadError: .*write {failed} was requested inside the window") as err:
+        pull()
+    assert "has not completed" in str(err.value)
+    t.refresh().rollback(failed)
+    assert pull() == [2]

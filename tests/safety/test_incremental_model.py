@@ -21,10 +21,10 @@ After every pull:
 After every step, every window pulled so far is read again: the same rows (a compaction never makes a record a new
 change nor changes a past answer; commit-time tables — on event-time tables a window merges only its own log blocks
 with the base file, as Hudi's ``InstantRange`` does, so a compaction that moved an older, higher record into the
-base file takes a late lower record out of a past window), or a ``ReadError`` once a clean removed its files — never
-a partial answer. hudi-rs answers each window the same when no compaction is pending (commit-time tables), except
-that on 1.x it filters a window's blocks and rows by requested time (windows where requested and completion order
-disagree are not compared).
+base file takes a late lower record out of a past window, and only that: no row is added or changed), or a
+``ReadError`` once a clean removed its files — never a partial answer. hudi-rs answers each window the same when no
+compaction is pending (commit-time tables), except that on 1.x it filters a window's blocks and rows by requested
+time (windows where requested and completion order disagree are not compared).
 
 Versions 6 and 9, both merge modes, locally; one short sequence on the session's S3 server and one whose consumer
 pulls through the ``hudi_evt`` Spark source. ``EVT_INCR_SEEDS`` (default 3 per case) sequences of
@@ -197,7 +197,14 @@ class Sequence:
             reader = reader.option("hoodie.datasource.read.end.instanttime", end)
         for k, v in (self.options or {}).items():
             reader = reader.option(k, v)
-        return pa.Table.from_pandas(reader.load(self.uri).select("id", "ts", "v", "_hoodie_commit_time").toPandas())
+        try:
+            df = reader.load(self.uri).select("id", "ts", "v", "_hoodie_commit_time").toPandas()
+        except Exception as exc:  # Spark wraps the planner's error in an AnalysisException that carries it
+            marker = "evt_toolkit.errors.ReadError: "
+            if marker not in str(exc):
+                raise
+            raise ReadError(str(exc).split(marker, 1)[1]) from exc
+        return pa.Table.from_pandas(df)
 
     def pull(self) -> None:
         c = self.open()
@@ -271,10 +278,8 @@ class Sequence:
                     rs = _rs_window(self.uri, b, e, self.options)
                     assert rs == got, f"hudi-rs window ({b}, {e}]: {rs} != {got}, {self.where()}"
             else:
-                # Each row is still a record a commit of the window wrote.
-                admitted = self.admitted_times(t, b, e)
-                for key, ts, v, ct in got:
-                    assert ct in admitted and self.records.get((key, ct)) == (ts, v), (b, e, key, ct, self.where())
+                # A compaction may take a late, lower record out of the window; it never adds or changes a row.
+                assert set(got) <= set(want), f"window ({b}, {e}] gained rows: {want} -> {got}, {self.where()}"
 
     # -- operations -----------------------------------------------------------------------------------------------
     def write(self, t: evt.HudiTable) -> None:
@@ -412,9 +417,11 @@ def test_incremental_consumer_local(tmp_path: Path, version: int, merge_mode: st
 @pytest.mark.parametrize("version", [6, 9])
 def test_incremental_consumer_on_s3(s3_server: Any, version: int) -> None:
     bucket = s3_server.new_bucket()
-    drive(Sequence(f"s3://{bucket}/t", SEED0, version, "commit_time", s3_server.options), max(4, STEPS // 2))
+    # Seed 20: paused and failed writes, pulls refused on v6 and answered on v9.
+    drive(Sequence(f"s3://{bucket}/t", SEED0 + 20, version, "commit_time", s3_server.options), max(4, STEPS // 2))
 
 
 @pytest.mark.parametrize("version", [6, 9])
 def test_incremental_consumer_through_spark(tmp_path: Path, spark: Any, version: int) -> None:
-    drive(Sequence(str(tmp_path / "t"), SEED0 + 7, version, "commit_time", spark=spark), max(4, STEPS // 2))
+    # Seed 22: paused writes around a compaction and a clean; pulls refused on v6, out of requested order on v9.
+    drive(Sequence(str(tmp_path / "t"), SEED0 + 22, version, "commit_time", spark=spark), max(3, STEPS // 3))
