@@ -136,3 +136,46 @@ def test_a_window_over_a_pending_write_is_refused_through_spark(tmp_path: Path, 
     assert "has not completed" in str(err.value)
     t.refresh().rollback(failed)
     assert pull() == [2]
+
+
+@pytest.mark.parametrize("version", [6, 9])
+def test_a_write_that_took_its_instant_before_a_later_one_completed_never_lands_behind_a_reader(
+    tmp_path: Path, version: int
+) -> None:
+    """A write takes its instant, then plans (lists the slices, looks keys up) before its ``requested`` file exists.
+    Meanwhile a later write completed and a reader answered as of it, without the earlier write, which no timeline
+    showed yet: once that one completed, its records landed in the incremental window the consumer had already
+    pulled (layout 1) and in the time-travel state already answered (both layouts). A write whose instant a completed
+    commit overtook before its ``requested`` file appeared takes a new instant instead."""
+    t = create(tmp_path / "t", "commit_time", table_version=version)
+    consumer = evt.HudiTable.open(t.path)
+    other = evt.HudiTable.open(t.path)
+    cp = _end(t) if t.write(rows([0, 1], 1, 100)) else "0"
+    answered: dict[str, Any] = {}
+    real = writer_module.new_instant_time
+    calls: list[str] = []
+
+    def paused_instant(*args: Any, **kwargs: Any) -> str:
+        out = real(*args, **kwargs)
+        calls.append(out)
+        if len(calls) == 1:  # the paused write's instant: another write completes, a reader answers
+            writer_module.new_instant_time = real  # type: ignore[assignment]
+            answered["later"] = other.refresh().write(rows([5], 3, 100))
+            c = consumer.refresh()
+            answered["end"] = _end(c)
+            answered["window"] = _ids(c.read("incremental", begin=cp, end=answered["end"]))
+            answered["as_of"] = _ids(c.read(as_of=answered["later"]))
+            writer_module.new_instant_time = paused_instant  # type: ignore[assignment]
+        return out
+
+    writer_module.new_instant_time = paused_instant  # type: ignore[assignment]
+    try:
+        late = t.refresh().write(rows([2, 3], 2, 100))
+    finally:
+        writer_module.new_instant_time = real  # type: ignore[assignment]
+    c = consumer.refresh()
+    assert _ids(c.read(as_of=answered["later"])) == answered["as_of"], "a time-travel answer changed"
+    window = _ids(c.read("incremental", begin=cp, end=answered["end"]))
+    assert window == answered["window"], f"the pulled window ({cp}, {answered['end']}] changed"
+    assert _ids(c.read("incremental", begin=answered["end"])) == [2, 3], f"the consumer never gets {late}'s records"
+    assert late > answered["later"]
