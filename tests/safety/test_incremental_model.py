@@ -4,9 +4,10 @@ A downstream consumer pulls the table by checkpoint while the table is written a
 duplicates and late ordering values), soft deletes and deletes, writes that fail and stay pending until a rollback,
 writes paused between their logs and their completed file while other writes complete and the consumer pulls,
 event-time partial compactions (copy and symlink links, made at schedule or execute time) and full ones, runs,
-unschedules, cleans of both policies with small retention, and repairs. The consumer's checkpoint is the window's end
-(the newest commit's requested time on timeline layout 1, its completion time on layout 2); a window refused with a
-``ReadError`` is pulled again later from the same checkpoint.
+runs that fail at a step and are rolled back or run again, unschedules, cleans of both policies with small
+retention, and repairs. The consumer's checkpoint is the window's end (the newest commit's requested time on
+timeline layout 1, its completion time on layout 2); a window refused with a ``ReadError`` is pulled again later
+from the same checkpoint.
 
 After every pull:
 
@@ -44,6 +45,7 @@ import pyarrow as pa
 import pytest
 
 import evt_toolkit as evt
+import evt_toolkit.compaction.executor as executor_module
 import evt_toolkit.write.writer as writer_module
 from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
 from evt_toolkit.compaction.strategy import UnBoundedCompactionStrategy
@@ -81,6 +83,10 @@ def _rs_window(path: str, begin: str, end: str, storage_options: dict[str, str] 
     )
     batches = b.build().read(opts)
     return _rows(pa.Table.from_batches(batches)) if batches else []
+
+
+class _Crash(Exception):
+    """A compaction run failing at a step (the process goes on)."""
 
 
 class Sequence:
@@ -340,6 +346,31 @@ class Sequence:
             except (PendingTableServiceError, PlanValidationError):
                 continue
 
+    def crashed_run(self) -> None:
+        """A run that fails at one of its steps (the process goes on), then, now or later, a rollback of the inflight
+        compaction or a run again."""
+        pending = self.t.refresh().timeline.pending_compactions()
+        if not pending:
+            return
+        point = self.rng.choice(["run.after_inflight", "run.after_task", "run.before_commit"])
+        real = executor_module.fault_point
+
+        def fail_at(name: str) -> None:
+            if name == point:
+                raise _Crash(name)
+            real(name)
+
+        executor_module.fault_point = fail_at  # type: ignore[assignment]
+        try:
+            self.t.refresh().compaction.run(pending[0].time)
+        except (_Crash, PendingTableServiceError, PlanValidationError):
+            pass
+        finally:
+            executor_module.fault_point = real
+        if self.rng.random() < 0.5:
+            with contextlib.suppress(EvtError):
+                self.t.refresh().rollback(pending[0].time)
+
     def unschedule(self) -> None:
         for inst in self.t.refresh().timeline.pending_compactions():
             with contextlib.suppress(EvtError):
@@ -357,7 +388,7 @@ class Sequence:
         name = self.rng.choice(
             ["write"] * 4
             + ["paused", "paused", "pull", "pull", "failed", "rollback", "schedule", "schedule", "run", "run"]
-            + ["unschedule", "clean", "clean", "repair"]
+            + ["crashed-run", "unschedule", "clean", "clean", "repair"]
         )
         self.steps.append(name)
         {
@@ -368,6 +399,7 @@ class Sequence:
             "rollback": self.roll_back,
             "schedule": self.schedule,
             "run": self.run,
+            "crashed-run": self.crashed_run,
             "unschedule": self.unschedule,
             "clean": self.clean,
             "repair": self.repair,
