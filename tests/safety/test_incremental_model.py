@@ -148,7 +148,12 @@ class Sequence:
         )
         r = self.rng.random()
         if r < 0.15:
-            return "delete", df[["id", "region", "ts"]]
+            # Deletes of keys a commit wrote: a delete of a key never written is kept in an existing bucket's log
+            # (a tombstone under event-time ordering, as in Hudi), which the model takes for a no-op.
+            written = {k for k, _ in self.records}
+            dels = df[[i in written for i in df["id"]]]
+            if len(dels):
+                return "delete", dels[["id", "region", "ts"]]
         return ("insert" if r < 0.3 else "upsert"), df
 
     def commit(self, instant: str, op: str, df: pd.DataFrame) -> None:
