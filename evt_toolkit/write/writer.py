@@ -735,7 +735,8 @@ def write(
         # A reader that listed the timeline before the requested file existed and saw a commit later than this
         # instant answered without this write (time travel, layout-1 incremental windows): completed under this
         # instant, its records would land behind that answer. Such a commit shows in a listing made now; then the
-        # requested file goes (nothing else was written) and the write takes a new instant.
+        # requested file goes (this write created it, only if absent, and wrote nothing else) and the write takes a
+        # new instant.
         overtaken = _completed_after(table, instant)
         if overtaken is None:
             break
