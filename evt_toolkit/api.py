@@ -151,11 +151,15 @@ class HudiTable(Table):
                 ``incremental`` (records committed in ``(begin, end]``).
             as_of: time travel instant for snapshot and read-optimized reads.
             begin: exclusive start of an incremental window (default, or ``earliest``/``000``: the beginning).
-            end: inclusive end of an incremental window (default: the latest commit).
+                A consumer passes its checkpoint: the previous window's end.
+            end: inclusive end of an incremental window (default: the latest commit). Windows bound requested times
+                on timeline layout 1 (v6) and completion times on layout 2 (v8/v9); the end is the next checkpoint.
             columns: projection, in the order wanted.
 
         Raises:
-            ReadError: unknown query type, bad instant or unknown column.
+            ReadError: unknown query type, bad instant or unknown column; time travel or an incremental window a
+                clean removed the files of; time travel at or after a write that has not completed, or (layout 1)
+                an incremental window holding the requested time of one — its answer would change when it completes.
         """
         return read_table(self, query_type, as_of=as_of, begin=begin, end=end, columns=columns)
 

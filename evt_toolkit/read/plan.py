@@ -31,7 +31,7 @@ from evt_toolkit.storage.options import StorageOptions
 from evt_toolkit.table import guards
 from evt_toolkit.table.fs_view import FileSlice
 from evt_toolkit.table.guards import require_supported_merge
-from evt_toolkit.table.retention import check_readable_at, check_time_travel_settled
+from evt_toolkit.table.retention import check_incremental_settled, check_readable_at, check_time_travel_settled
 from evt_toolkit.table.schema import arrow_schema_for, latest_avro_schema, with_meta_fields
 from evt_toolkit.table.table import Table
 from evt_toolkit.table.timeline import Timeline
@@ -185,9 +185,11 @@ def _incremental(table: Table, spec: ReadSpec, begin: str | None, end: str | Non
         key = (inst.completion_time or inst.time) if layout2 else inst.time
         if key > b and (e is None or key <= e):
             admitted.append(inst)
-    if not admitted:
+    last = max((i.time for i in admitted), default=None)
+    # A write still pending inside the window would change its answer when it completes (layout 1 only).
+    check_incremental_settled(table.timeline, b, e if e is not None else last, table.path)
+    if last is None:
         return ()
-    last = max(i.time for i in admitted)
     check_readable_at(table.timeline, table.view, last, table.path, f"incremental read ({b}, {e or last}]")
     touched: set[tuple[str, str]] = set()
     for inst in admitted:
@@ -221,8 +223,9 @@ def plan_query(
 
     Raises:
         ReadError: unknown query type, a bad instant, ``as_of`` with an incremental read, an incremental read of a
-            table without meta fields, time travel at or after a write that has not completed (names it), or a
-            state a clean removed (names the earliest readable instant).
+            table without meta fields, time travel at or after a write that has not completed (names it), a
+            layout-1 incremental window holding the requested time of a write that has not completed (names it), or
+            a state a clean removed (names the earliest readable instant).
         UnsupportedTableError: a merging query of a table whose merge the toolkit does not apply (several
             ordering fields, a custom delete marker, a partial-update mode).
     """

@@ -19,7 +19,7 @@ from evt_toolkit.format.names import BaseFileName, LogFileName
 from evt_toolkit.table.fs_view import FileGroup, FileSystemView
 from evt_toolkit.table.timeline import CLEAN, COMMIT, DELTA_COMMIT, Timeline
 
-__all__ = ["check_readable_at", "check_time_travel_settled", "earliest_retained"]
+__all__ = ["check_incremental_settled", "check_readable_at", "check_time_travel_settled", "earliest_retained"]
 
 
 def _slice_of(name: str) -> tuple[str, str] | None:
@@ -138,4 +138,39 @@ def check_time_travel_settled(timeline: Timeline, instant: str, where: str) -> N
             f"cannot answer the time travel at {instant} on {where}: write {first} was requested at or before it and "
             "has not completed, so the state as of that instant is not settled (its records count once it "
             "completes); roll it back or let it complete, or read as of an instant before it"
+        )
+
+
+def check_incremental_settled(timeline: Timeline, begin: str, end: str | None, where: str) -> None:
+    """Refuse an incremental window on timeline layout 1 that a write still pending would change when it completes.
+
+    Layout-1 windows bound *requested* times: a write requested at ``P`` in ``(begin, end]`` that completes after the
+    read belongs to this window, yet the window was answered without it, and a consumer that keeps ``end`` as its
+    checkpoint pulls ``(end, ...]`` next and never gets its records. Hudi's incremental relations refuse such a
+    "hollow commit" by default (``TimelineUtils.handleHollowCommitIfNeeded``, policy ``FAIL``: any commit completed
+    after a pending one); the toolkit refuses exactly the windows whose answer would change. Layout-2 windows bound
+    completion times, and a pending write completes after every completion time on the timeline: it lands in a later
+    window, so nothing is refused there.
+
+    Args:
+        timeline: the loaded timeline.
+        begin: the window's exclusive start (``"0"`` when open).
+        end: the window's inclusive end: the given end, or the newest admitted commit when the end is open
+            (``None``: the window admits nothing, and a write pending after ``begin`` lands in a later one).
+        where: the table's URI, for the message.
+
+    Raises:
+        ReadError: naming the first pending write inside the window; roll it back or let it complete, or end the
+            window before it.
+    """
+    if timeline.layout_version >= 2 or end is None:
+        return
+    inside = [i.time for i in timeline.inflight_writes() if begin < i.time <= end]
+    if inside:
+        first = min(inside)
+        raise ReadError(
+            f"cannot answer the incremental read ({begin}, {end}] on {where}: write {first} was requested inside the "
+            "window and has not completed, so the window's answer would change when it completes (a consumer whose "
+            "checkpoint passed it would never get its records); roll it back or let it complete, or end the window "
+            "before it"
         )

@@ -569,6 +569,17 @@ def _workload_profile(tasks: list[TaskInput], operation_type: str) -> CommitMeta
     )
 
 
+#: How many times a write takes a new instant because a later commit completed while it planned.
+_INSTANT_ATTEMPTS = 3
+
+
+def _completed_after(table: Table, instant: str) -> str | None:
+    """A commit (write or compaction) with a requested time after ``instant`` that has completed, on a fresh listing."""
+    table.refresh()
+    later = [i.time for i in table.timeline.completed_commits() if i.time > instant]
+    return min(later) if later else None
+
+
 def _instant_file(table: Table, instant: str, state: str, completion: str | None = None) -> str:
     return table.instant_file(instant, DELTA_COMMIT, state, completion)
 
@@ -616,7 +627,8 @@ def write(
 
     Raises:
         SchemaMismatchError: a required field is missing or mistyped, or the columns differ from the table schema.
-        WriteError: null record keys, bad options, or a task failed (the instant is left inflight, named).
+        WriteError: null record keys, bad options, or a task failed (the instant is left inflight, named); or a
+            commit with a later instant completed while this write planned, three times running (nothing written).
         UnsupportedTableError: a table or index this writer cannot keep consistent (named, with the reason).
         PendingTableServiceError: a clustering is pending.
 
@@ -643,8 +655,8 @@ def write(
             f"{table.storage.uri}: clustering {', '.join(i.time for i in clustering)} is pending; writes wait for it"
         )
 
-    # Nothing is written before this block ends: a batch it refuses leaves the table as it was, and the error
-    # names the table.
+    # Nothing is written before the requested file: a batch the blocks below refuse leaves the table as it was, and
+    # the error names the table.
     with _naming(table.storage.uri):
         batch = _to_arrow(data, table.storage.uri)
         check_required_fields(
@@ -655,68 +667,86 @@ def write(
         # that it never becomes the table schema.
         first_delete = op == "delete" and latest_avro_schema(cfg, timeline) is None
         schema_text = "" if first_delete else avro_schema_json(writer_schema)
-        instant = new_instant_time(_timeline_times(table), cfg.timezone, scope=table.storage.uri)
-        spec = WriteJobSpec(
-            table_uri=table.storage.uri,
-            storage_options=table.storage.options,
-            instant=instant,
-            operation=op,
-            avro_schema_json=avro_schema_json(with_meta_fields(writer_schema)),
-            record_key_fields=cfg.record_key_fields,
-            partition_fields=cfg.partition_fields,
-            ordering_field=cfg.ordering_field,
-            event_time_field=cfg.event_time_field,
-            event_time_unit=table.config.event_time_unit,
-            min_event_time_header=cfg.min_event_time_header,
-            max_log_file_size=_int_option(opts, props, _MAX_LOG_FILE_SIZE_KEY, DEFAULT_MAX_LOG_FILE_SIZE),
-            table_name=cfg.name,
-            hive_style_partitioning=cfg.hive_style_partitioning,
-            max_data_block_size=_int_option(opts, props, _MAX_DATA_BLOCK_SIZE_KEY, DEFAULT_MAX_DATA_BLOCK_SIZE),
-            table_version=cfg.version,
-        )
-        if index.kind == BUCKET:
-            upserts, deletes = prepare_batch(spec, batch, index.num_buckets, index.hash_fields)
-            fgs = plan_file_group_writes(
-                instant,
-                _pairs(upserts) | _pairs(deletes),
-                _existing_slices(table),
-                # v8+ writers never name logs after a pending compaction: their logs join slices by completion time.
-                [] if fmt.logs_named_by_deltacommit else _pending_reservations(table),
-            )
-            if fmt.logs_named_by_deltacommit:
-                # Each deltacommit opens new log files named after itself, from version 1 (HoodieWriteHandle, v8+).
-                fgs = [dataclasses.replace(fg, log_version=1, existing_log_files=()) for fg in fgs]
-            fgs = _join_pending_buckets(table, instant, fgs)
-        else:
-            upserts, deletes = prepare_batch(spec, batch, 1, ",".join(cfg.record_key_fields))
-            slices = {(s.partition_path, s.file_id): (s.base_instant, s.base_file) for s in _existing_slices(table)}
-            partitions = {p for p, _ in _pairs(upserts) | _pairs(deletes)}
-            split = _int_option(opts, props, _INSERT_SPLIT_SIZE_KEY, DEFAULT_INSERT_SPLIT_SIZE)
-            fgs, upserts, deletes = plan_simple_index_writes(
-                instant, upserts, deletes, key_locations(table, partitions), slices, insert_split_size=split
-            )
-        group_keys = _group_keys(
-            pa.array([fg.partition_path for fg in fgs], pa.string()), pa.array([fg.bucket for fg in fgs], pa.int64())
-        )
-        up_parts = _split_by_group(upserts, group_keys, len(fgs))
-        de_parts = _split_by_group(deletes, group_keys, len(fgs))
-        tasks: list[TaskInput] = []
-        for fg, up, de in zip(fgs, up_parts, de_parts, strict=True):
-            if fg.is_new_file_group:
-                # The bucket index finds no location for these keys: deletes of keys that were never written are
-                # dropped (HoodieDeleteHelper keeps only records whose location is known).
-                if up.num_rows == 0:
-                    continue
-                de = de.slice(0, 0)
-            tasks.append((fg, up, de))
-
-        if not tasks and first_delete:
-            # Deletes on a table that never held a record delete nothing; an empty commit without a schema would leave
-            # the table unreadable for stock readers that resolve the schema from the latest commit (hudi-rs).
-            return ""
-    operation_type = op.upper()
     storage = table.storage
-    storage.write_bytes_atomic(_instant_file(table, instant, REQUESTED), b"")
+    for attempt in range(1, _INSTANT_ATTEMPTS + 1):
+        with _naming(table.storage.uri):
+            instant = new_instant_time(_timeline_times(table), cfg.timezone, scope=table.storage.uri)
+            spec = WriteJobSpec(
+                table_uri=table.storage.uri,
+                storage_options=table.storage.options,
+                instant=instant,
+                operation=op,
+                avro_schema_json=avro_schema_json(with_meta_fields(writer_schema)),
+                record_key_fields=cfg.record_key_fields,
+                partition_fields=cfg.partition_fields,
+                ordering_field=cfg.ordering_field,
+                event_time_field=cfg.event_time_field,
+                event_time_unit=table.config.event_time_unit,
+                min_event_time_header=cfg.min_event_time_header,
+                max_log_file_size=_int_option(opts, props, _MAX_LOG_FILE_SIZE_KEY, DEFAULT_MAX_LOG_FILE_SIZE),
+                table_name=cfg.name,
+                hive_style_partitioning=cfg.hive_style_partitioning,
+                max_data_block_size=_int_option(opts, props, _MAX_DATA_BLOCK_SIZE_KEY, DEFAULT_MAX_DATA_BLOCK_SIZE),
+                table_version=cfg.version,
+            )
+            if index.kind == BUCKET:
+                upserts, deletes = prepare_batch(spec, batch, index.num_buckets, index.hash_fields)
+                fgs = plan_file_group_writes(
+                    instant,
+                    _pairs(upserts) | _pairs(deletes),
+                    _existing_slices(table),
+                    # v8+ writers never name logs after a pending compaction: their logs join slices by completion time.
+                    [] if fmt.logs_named_by_deltacommit else _pending_reservations(table),
+                )
+                if fmt.logs_named_by_deltacommit:
+                    # Each deltacommit opens new log files named after itself, from version 1 (HoodieWriteHandle, v8+).
+                    fgs = [dataclasses.replace(fg, log_version=1, existing_log_files=()) for fg in fgs]
+                fgs = _join_pending_buckets(table, instant, fgs)
+            else:
+                upserts, deletes = prepare_batch(spec, batch, 1, ",".join(cfg.record_key_fields))
+                slices = {(s.partition_path, s.file_id): (s.base_instant, s.base_file) for s in _existing_slices(table)}
+                partitions = {p for p, _ in _pairs(upserts) | _pairs(deletes)}
+                split = _int_option(opts, props, _INSERT_SPLIT_SIZE_KEY, DEFAULT_INSERT_SPLIT_SIZE)
+                fgs, upserts, deletes = plan_simple_index_writes(
+                    instant, upserts, deletes, key_locations(table, partitions), slices, insert_split_size=split
+                )
+            group_keys = _group_keys(
+                pa.array([fg.partition_path for fg in fgs], pa.string()),
+                pa.array([fg.bucket for fg in fgs], pa.int64()),
+            )
+            up_parts = _split_by_group(upserts, group_keys, len(fgs))
+            de_parts = _split_by_group(deletes, group_keys, len(fgs))
+            tasks: list[TaskInput] = []
+            for fg, up, de in zip(fgs, up_parts, de_parts, strict=True):
+                if fg.is_new_file_group:
+                    # The bucket index finds no location for these keys: deletes of keys that were never written are
+                    # dropped (HoodieDeleteHelper keeps only records whose location is known).
+                    if up.num_rows == 0:
+                        continue
+                    de = de.slice(0, 0)
+                tasks.append((fg, up, de))
+
+            if not tasks and first_delete:
+                # Deletes on a table that never held a record delete nothing; an empty commit without a schema would
+                # leave the table unreadable for stock readers that resolve the schema from the latest commit
+                # (hudi-rs).
+                return ""
+        storage.write_bytes_atomic(_instant_file(table, instant, REQUESTED), b"")
+        # A reader that listed the timeline before the requested file existed and saw a commit later than this
+        # instant answered without this write (time travel, layout-1 incremental windows): completed under this
+        # instant, its records would land behind that answer. Such a commit shows in a listing made now; then the
+        # requested file goes (this write created it, only if absent, and wrote nothing else) and the write takes a
+        # new instant.
+        overtaken = _completed_after(table, instant)
+        if overtaken is None:
+            break
+        storage.delete_file(_instant_file(table, instant, REQUESTED))
+        if attempt == _INSTANT_ATTEMPTS:
+            raise WriteError(
+                f"{table.storage.uri}: commit {overtaken} completed after this write took its instant {instant} and "
+                f"before its requested file existed, {attempt} times running; nothing was written: write again"
+            )
+    operation_type = op.upper()
     fault_point("write.after_requested")
     storage.write_bytes_atomic(
         _instant_file(table, instant, INFLIGHT),

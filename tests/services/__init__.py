@@ -135,6 +135,17 @@ def time_travel_unsettled(t: evt.HudiTable, at: str, exc: Exception) -> bool:
     return "is not settled" in str(exc) and any(p <= at for p in pending)
 
 
+def incremental_unsettled(t: evt.HudiTable, begin: str, exc: Exception) -> bool:
+    """Whether ``exc`` refused an incremental window after ``begin`` because a write requested inside it has not
+    completed (timeline layout 1, where windows bound requested times), and such a write is pending on the table."""
+    pending = [i.time for i in t.refresh().timeline.inflight_writes()]
+    return (
+        t.config.timeline_layout < 2
+        and "was requested inside the window and has not completed" in str(exc)
+        and any(p > begin for p in pending)
+    )
+
+
 def timeline_names(t: evt.HudiTable) -> set[str]:
     return {p.name for p in (Path(t.path) / ".hoodie").iterdir() if p.is_file()}
 
