@@ -29,12 +29,14 @@ from __future__ import annotations
 import base64
 import math
 import struct
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from evt_toolkit.errors import TableConfigError
 
 BLOOM_FILTER_KEY = "org.apache.hudi.bloomfilter"
 BLOOM_FILTER_TYPE_CODE_KEY = "hoodie_bloom_filter_type_code"
@@ -63,22 +65,30 @@ class BloomFilterConfig:
         return bits, math.ceil(math.log(2) * bits / self.num_entries)
 
 
-def bloom_config_from_properties(props: dict[str, str]) -> BloomFilterConfig:
-    """The filter settings named in ``props`` (table or writer properties), Hudi's defaults otherwise."""
+DEFAULT_BLOOM_CONFIG = BloomFilterConfig()
+
+
+def bloom_config_from_properties(props: Mapping[str, str], where: str = "") -> BloomFilterConfig:
+    """The filter settings named in ``props`` (table properties, then write options over them), Hudi's defaults
+    otherwise. Raises :class:`TableConfigError` (naming ``where``) for a value Hudi would refuse."""
     default = BloomFilterConfig()
-    kind = props.get("hoodie.bloom.index.filter.type", default.filter_type).strip().upper()
-    if kind == "DYNAMIC":
-        kind = DYNAMIC_V0
-    if kind not in (DYNAMIC_V0, SIMPLE):
-        raise ValueError(f"unknown bloom filter type {kind!r} (hoodie.bloom.index.filter.type)")
-    return BloomFilterConfig(
-        num_entries=int(props.get("hoodie.index.bloom.num_entries", default.num_entries)),
-        fpp=float(props.get("hoodie.index.bloom.fpp", default.fpp)),
-        dynamic_max_entries=int(
-            props.get("hoodie.bloom.index.filter.dynamic.max.entries", default.dynamic_max_entries)
-        ),
-        filter_type=kind,
-    )
+    try:
+        kind = props.get("hoodie.bloom.index.filter.type", default.filter_type).strip().upper()
+        if kind not in (DYNAMIC_V0, SIMPLE):
+            raise ValueError(f"unknown bloom filter type {kind!r} (hoodie.bloom.index.filter.type)")
+        cfg = BloomFilterConfig(
+            num_entries=int(props.get("hoodie.index.bloom.num_entries", default.num_entries)),
+            fpp=float(props.get("hoodie.index.bloom.fpp", default.fpp)),
+            dynamic_max_entries=int(
+                props.get("hoodie.bloom.index.filter.dynamic.max.entries", default.dynamic_max_entries)
+            ),
+            filter_type=kind,
+        )
+        if cfg.num_entries <= 0 or not 0.0 < cfg.fpp < 1.0 or cfg.dynamic_max_entries <= 0:
+            raise ValueError("hoodie.index.bloom.num_entries and .dynamic.max.entries must be > 0, fpp in (0, 1)")
+    except ValueError as exc:
+        raise TableConfigError(f"{where}: bloom filter settings: {exc}") from exc
+    return cfg
 
 
 def _murmur_rounds(data: np.ndarray, n_hashes: int, vector_size: int) -> np.ndarray:
@@ -205,7 +215,7 @@ def _header(n_hashes: int, vector_size: int) -> bytes:
 class BloomFilterBuilder:
     """Stock Hudi's bloom filter of a base file, fed the file's record keys in the order they are written."""
 
-    def __init__(self, config: BloomFilterConfig = BloomFilterConfig()) -> None:
+    def __init__(self, config: BloomFilterConfig = DEFAULT_BLOOM_CONFIG) -> None:
         self.config = config
         self.vector_size, self.n_hashes = config.sizes()
         self._rows = _DynamicRows(config.num_entries, config.dynamic_max_entries)
@@ -252,7 +262,7 @@ class BloomFilterBuilder:
         return out
 
 
-def serialize_bloom_filter(keys: Sequence[str], config: BloomFilterConfig = BloomFilterConfig()) -> str:
+def serialize_bloom_filter(keys: Sequence[str], config: BloomFilterConfig = DEFAULT_BLOOM_CONFIG) -> str:
     """The footer value stock Hudi writes for a base file holding ``keys`` (in the order they were written)."""
     builder = BloomFilterBuilder(config)
     builder.add(keys)

@@ -29,11 +29,13 @@ from evt_toolkit.compaction import UnBoundedCompactionStrategy
 from evt_toolkit.format.bloom import (
     BLOOM_FILTER_KEY,
     BLOOM_FILTER_TYPE_CODE_KEY,
+    BloomFilterBuilder,
     BloomFilterConfig,
     bit_positions,
     dynamic_rows,
     serialize_bloom_filter,
     utf16_min_max,
+    utf16_min_max_arrow,
 )
 from tests.conftest import TABLES_DIR, fixture_table_path, shared_available
 
@@ -182,3 +184,16 @@ def test_inserted_base_files_carry_the_footer(tmp_path: Path) -> None:
     assert added
     keys = [k for f in added for k in _check_footer(f)]
     assert sorted(keys) == sorted(new[key].to_pylist())
+
+
+def test_arrow_slices_and_chunks_match_python_keys() -> None:
+    keys = [f"k{i}" + "é" * (i % 5) + "\U0001f600" * (i % 2) for i in range(50)]
+    for arr, want in (
+        (pa.array(keys).slice(7, 30), keys[7:37]),
+        (pa.array(keys, pa.large_string()).slice(3, 9), keys[3:12]),
+        (pa.chunked_array([pa.array(keys[:5]), pa.array(keys[5:])]), keys),
+    ):
+        builder = BloomFilterBuilder()
+        builder.add_arrow(arr)
+        assert builder.serialize() == serialize_bloom_filter(want)
+        assert utf16_min_max_arrow(arr) == utf16_min_max(want)
