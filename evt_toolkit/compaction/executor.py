@@ -66,6 +66,7 @@ from evt_toolkit.errors import (
     TimelineError,
 )
 from evt_toolkit.faults import fault_point
+from evt_toolkit.format.bloom import bloom_config_from_properties
 from evt_toolkit.format.extra_metadata import COMPACTION_LINKS
 from evt_toolkit.format.links import COPY, Link, encode_commit_links
 from evt_toolkit.format.log_content import default_decode_threads
@@ -404,6 +405,8 @@ def run_compaction(
         raise PlanValidationError(f"compaction {instant}: exact_split needs an event-time plan (a threshold T)")
     link_timing = extra.get(EXTRA_LINK_TIMING, "schedule")
 
+    # Checked before the plan goes inflight: settings Hudi would refuse leave the table as it was.
+    bloom = bloom_config_from_properties(table.config.properties, storage.uri)
     inflight = plan_file(table, instant, INFLIGHT)
     if not storage.exists(inflight):
         storage.write_bytes_atomic(inflight, b"")
@@ -433,6 +436,7 @@ def run_compaction(
             spill_dir=spill_dir,
             outputs_recorded=True,
             timeline_path=cfg.timeline_path,
+            bloom=bloom,
             fault_hook=fault_hook,
         )
         for i, op in enumerate(ops)

@@ -55,6 +55,15 @@ from evt_toolkit.errors import (
     StorageError,
     UnsupportedFeatureError,
 )
+from evt_toolkit.format.bloom import (
+    DEFAULT_BLOOM_CONFIG,
+    MAX_RECORD_KEY,
+    MIN_RECORD_KEY,
+    BloomFilterBuilder,
+    BloomFilterConfig,
+    utf16_less,
+    utf16_min_max_arrow,
+)
 from evt_toolkit.format.eventtime import EpochUnit, event_time_stats, to_epoch_ms
 from evt_toolkit.format.log_writer import (
     avro_schema_json,
@@ -127,6 +136,8 @@ class MergeTask:
         decode_threads: threads one task decodes with (``None``: the CPUs of its process; on Spark the executor
             passes ``spark.task.cpus``, the cores Spark gives each task, so tasks running side by side do not
             oversubscribe the executor).
+        bloom: the record-key bloom filter written in the new base file's footer (the table's
+            ``hoodie.bloom.index.filter.type`` and sizes, Hudi's defaults otherwise).
         timeline_path: the table's timeline folder (``hoodie.timeline.path`` under ``.hoodie`` on layout 2), where the
             task checks that its compaction is still running before it puts its outputs under their names.
         fault_hook: test hook for fault injection (``None`` in production).
@@ -148,6 +159,7 @@ class MergeTask:
     outputs_recorded: bool = False
     decode_threads: int | None = None
     timeline_path: str = ".hoodie"
+    bloom: BloomFilterConfig = DEFAULT_BLOOM_CONFIG
     fault_hook: FaultHook | None = field(default=None, compare=False)
     cancel: threading.Event | None = field(default=None, compare=False)
 
@@ -528,8 +540,10 @@ class _BaseFileWriter:
     Local storage: a temporary file beside the target (the storage layer's naming), renamed into place by
     :meth:`commit`; other storage: an in-memory Parquet stream put whole by :meth:`commit` (the compressed file,
     not the rows). Rows are written in merge order, unsorted, as Hudi's compactor writes them (``HoodieMergeHandle``:
-    the base file's rows, then the new records); ``_hoodie_file_name`` is set, and Hudi's footer keys
-    (``hoodie_min_record_key``/``hoodie_max_record_key``) are added at the end.
+    the base file's rows, then the new records); ``_hoodie_file_name`` is set, and Hudi's footer keys are added at
+    the end: the record keys' bloom filter (``org.apache.hudi.bloomfilter``, ``hoodie_bloom_filter_type_code``;
+    :mod:`evt_toolkit.format.bloom`, fed the keys in row order) and ``hoodie_min_record_key``/``hoodie_max_record_key``
+    in Java's (UTF-16) string order, the order a BLOOM-index writer prunes files by.
     """
 
     def __init__(
@@ -540,8 +554,10 @@ class _BaseFileWriter:
         avro: dict[str, Any],
         name: str,
         event_time: tuple[str, EpochUnit] | None = None,
+        bloom: BloomFilterConfig = DEFAULT_BLOOM_CONFIG,
     ):
         self.storage, self.rel, self.name = storage, rel, name
+        self.bloom = BloomFilterBuilder(bloom)
         self.event_time = event_time if event_time and event_time[0] in rows_schema.names else None
         self.min_event_time: int | None = None
         self.max_event_time: int | None = None
@@ -593,11 +609,12 @@ class _BaseFileWriter:
                 chunk = _slices(source, idx, runs, start, stop)
             else:
                 chunk = source.take(pa.array(idx[start:stop]))
-            mm = pc.min_max(chunk[KEY])
-            lo, hi = mm["min"].as_py(), mm["max"].as_py()
-            if lo is not None:
-                self.lo = lo if self.lo is None or lo < self.lo else self.lo
-                self.hi = hi if self.hi is None or hi > self.hi else self.hi
+            self.bloom.add_arrow(chunk[KEY])
+            bounds = utf16_min_max_arrow(chunk[KEY])
+            if bounds is not None:
+                lo, hi = bounds
+                self.lo = lo if self.lo is None or utf16_less(lo, self.lo) else self.lo
+                self.hi = hi if self.hi is None or utf16_less(self.hi, hi) else self.hi
             if self.event_time is not None:
                 fld, unit = self.event_time
                 stats = event_time_stats(chunk[fld], unit, field=fld)
@@ -630,7 +647,7 @@ class _BaseFileWriter:
         """Finish the file; returns its size."""
         if self.lo is not None and self.hi is not None:
             self.writer.add_key_value_metadata(
-                {"hoodie_min_record_key": str(self.lo), "hoodie_max_record_key": str(self.hi)}
+                {**self.bloom.footer(), MIN_RECORD_KEY: str(self.lo), MAX_RECORD_KEY: str(self.hi)}
             )
         with self._io():
             self.writer.close()
@@ -811,7 +828,7 @@ def run_merge_task(task: MergeTask, listing: list[FileEntry] | None = None) -> M
                 source = pa.concat_tables([merge.base, merge.data])
                 idx = np.concatenate([np.flatnonzero(decision.keep_base), nb + decision.base_log_idx]).astype(np.int64)
                 if out is None:
-                    out = _BaseFileWriter(storage, rel, source.schema, avro, name, event_time)
+                    out = _BaseFileWriter(storage, rel, source.schema, avro, name, event_time, task.bloom)
                 out.write(source, idx)
                 carry.add(merge, decision)
                 base_rows += nb
@@ -823,7 +840,7 @@ def run_merge_task(task: MergeTask, listing: list[FileEntry] | None = None) -> M
                 sensitive += decision.ct_sensitive_keys
                 del merge, source, decision
             if out is None:
-                out = _BaseFileWriter(storage, rel, _output_schema(ctx), avro, name, event_time)
+                out = _BaseFileWriter(storage, rel, _output_schema(ctx), avro, name, event_time, task.bloom)
             payload_size = out.close()
             carry_out: str | None = None
             carry_size = carry_records = 0

@@ -7,8 +7,10 @@ a log-only group would be invisible to the next stock writer, which would then i
 
 The file is ``<fileId>_<writeToken>_<instant>.parquet`` with the five meta columns (``_hoodie_file_name`` is the
 base file name), the writer schema's columns in Avro-derived Arrow types, and Hudi's footer keys
-(``parquet.avro.schema``, ``writer.model.name``, ``hoodie_min_record_key``/``hoodie_max_record_key``). No bloom
-filter is written, which is why BLOOM-index tables are refused (:mod:`evt_toolkit.write.index`). An ownership record
+(``parquet.avro.schema``, ``writer.model.name``, the record keys' bloom filter ``org.apache.hudi.bloomfilter`` with
+``hoodie_bloom_filter_type_code`` as ``HoodieBloomFilterWriteSupport`` writes them (:mod:`evt_toolkit.format.bloom`,
+keys in row order), ``hoodie_min_record_key``/``hoodie_max_record_key`` in Java's UTF-16 string order), so a
+BLOOM-index writer that later takes over the table finds every key. An ownership record
 and a DIRECT ``CREATE`` marker precede the file, so our rollback and Hudi's marker-based one both find it.
 """
 
@@ -25,6 +27,7 @@ import pyarrow.parquet as pq
 from evt_toolkit.errors import EvtError, SchemaMismatchError, StorageError, WriteError
 from evt_toolkit.faults import fault_point
 from evt_toolkit.format.avro_arrow import avro_to_arrow_schema
+from evt_toolkit.format.bloom import MAX_RECORD_KEY, MIN_RECORD_KEY, BloomFilterBuilder, utf16_min_max_arrow
 from evt_toolkit.format.eventtime import EpochUnit, event_time_stats
 from evt_toolkit.format.log_writer import META_FIELDS
 from evt_toolkit.format.names import BaseFileName, new_write_token
@@ -93,13 +96,15 @@ def base_file_rows(spec: WriteJobSpec, upserts: pa.Table, file_name: str, task_p
 
 def _parquet_bytes(rows: pa.Table, spec: WriteJobSpec) -> tuple[bytes, str | None, str | None]:
     lo = hi = None
-    if rows.num_rows:
-        mm = pc.min_max(rows[_KEY])
-        lo, hi = mm["min"].as_py(), mm["max"].as_py()
+    bounds = utf16_min_max_arrow(rows[_KEY]) if rows.num_rows else None
     meta = {b"parquet.avro.schema": spec.avro_schema_json.encode(), b"writer.model.name": b"avro"}
-    if lo is not None and hi is not None:
-        meta[b"hoodie_min_record_key"] = str(lo).encode()
-        meta[b"hoodie_max_record_key"] = str(hi).encode()
+    if bounds is not None:
+        lo, hi = bounds
+        bloom = BloomFilterBuilder(spec.bloom)
+        bloom.add_arrow(rows[_KEY])
+        meta.update({k.encode(): v.encode() for k, v in bloom.footer().items()})
+        meta[MIN_RECORD_KEY.encode()] = str(lo).encode()
+        meta[MAX_RECORD_KEY.encode()] = str(hi).encode()
     rows = rows.replace_schema_metadata({**(rows.schema.metadata or {}), **meta})
     sink = pa.BufferOutputStream()
     pq.write_table(rows, sink, compression="snappy", write_statistics=True)

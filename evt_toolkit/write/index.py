@@ -53,8 +53,8 @@ SIMPLE = "SIMPLE"
 
 #: Why each other ``HoodieIndex.IndexType`` is refused (the caller's message names the table).
 _REFUSED = {
-    "BLOOM": "BLOOM-index writers look keys up through bloom filters in base-file footers, which this writer "
-    "does not write",
+    "BLOOM": "BLOOM-index writers look keys up through bloom filters in base-file footers; this writer writes "
+    "them but looks keys up only with the SIMPLE or bucket index",
     "GLOBAL_BLOOM": "global indexes keep a key unique across partitions; this writer looks keys up per partition",
     "GLOBAL_SIMPLE": "global indexes keep a key unique across partitions; this writer looks keys up per partition",
     "RECORD_INDEX": "the record index lives in the metadata table, which this writer does not maintain",

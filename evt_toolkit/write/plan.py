@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from evt_toolkit.errors import EvtError, WriteError
+from evt_toolkit.format.bloom import DEFAULT_BLOOM_CONFIG, BloomFilterConfig
 from evt_toolkit.format.eventtime import EpochUnit
 from evt_toolkit.format.names import LogFileName
 from evt_toolkit.format.records import CompactionOperation
@@ -71,6 +72,8 @@ class WriteJobSpec:
         storage_options: how tasks reach the table's storage (credentials are redacted in the repr).
         table_version: ``hoodie.table.version`` (6, 8 or 9): how log files, markers and delta stats are named
             (:mod:`evt_toolkit.format.table_version`).
+        bloom: the record-key bloom filter written in a new base file's footer (``hoodie.bloom.index.filter.type``
+            and sizes from the table properties and write options, Hudi's defaults otherwise).
     """
 
     table_uri: str
@@ -89,6 +92,7 @@ class WriteJobSpec:
     max_data_block_size: int = DEFAULT_MAX_DATA_BLOCK_SIZE
     storage_options: StorageOptions | None = None
     table_version: int = 6
+    bloom: BloomFilterConfig = DEFAULT_BLOOM_CONFIG
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,6 +38,7 @@ from evt_toolkit.errors import (
     WriteError,
 )
 from evt_toolkit.faults import fault_point
+from evt_toolkit.format.bloom import bloom_config_from_properties
 from evt_toolkit.format.extra_metadata import WRITE_DELETE_EVENT_TIMES, DeleteEventTimes, encode_delete_event_times
 from evt_toolkit.format.log_writer import META_FIELDS, arrow_to_avro_schema, avro_schema_json, with_meta_fields
 from evt_toolkit.format.logfile import BlockType, scan_log_blocks
@@ -667,6 +668,7 @@ def write(
         # that it never becomes the table schema.
         first_delete = op == "delete" and latest_avro_schema(cfg, timeline) is None
         schema_text = "" if first_delete else avro_schema_json(writer_schema)
+        bloom = bloom_config_from_properties({**props, **opts}, table.storage.uri)
     storage = table.storage
     for attempt in range(1, _INSTANT_ATTEMPTS + 1):
         with _naming(table.storage.uri):
@@ -688,6 +690,7 @@ def write(
                 hive_style_partitioning=cfg.hive_style_partitioning,
                 max_data_block_size=_int_option(opts, props, _MAX_DATA_BLOCK_SIZE_KEY, DEFAULT_MAX_DATA_BLOCK_SIZE),
                 table_version=cfg.version,
+                bloom=bloom,
             )
             if index.kind == BUCKET:
                 upserts, deletes = prepare_batch(spec, batch, index.num_buckets, index.hash_fields)
