@@ -102,6 +102,8 @@ def child(path: str, instant: str, budget: int | None, limit_as: int | None) -> 
     from bench.common import peak_memory
     from evt_toolkit.compaction import bounded_merge
     from evt_toolkit.compaction.merge_task import MergeTask, run_merge_task
+    from evt_toolkit.compaction.plan_files import plan_file
+    from evt_toolkit.format.names import INFLIGHT
     from evt_toolkit.read.plan import ReadSpec
 
     buf = io.BytesIO()
@@ -120,6 +122,10 @@ def child(path: str, instant: str, budget: int | None, limit_as: int | None) -> 
     inst = next(i for i in t.timeline.instants if i.time == instant)
     plan = t.timeline.compaction_plan(inst)
     op = plan.operations[0]
+    # The plan goes inflight as a run's driver puts it before its tasks start: a task writes its outputs only while
+    # its compaction is running (evt_toolkit.write.fence.require_compaction_running).
+    if not t.storage.exists(plan_file(t, instant, INFLIGHT)):
+        t.storage.write_bytes_atomic(plan_file(t, instant, INFLIGHT), b"")
     cfg = t.config
     task = MergeTask(
         t.storage.uri,
