@@ -1,0 +1,75 @@
+"""Operations stopped rather than killed: Ctrl-C, a notebook's *interrupt kernel*, or an exception (``MemoryError``,
+``OSError`` from below the storage layer) at any storage operation of a write, schedule, run, clean, rollback,
+unschedule or repair — in the main thread or in a compaction task running beside others.
+
+The kill tests (``tests/faults``, :mod:`tests.safety.crash_anywhere`) stop a process dead: no handler runs and no
+thread survives it. An interrupt is different: ``except`` and ``finally`` handlers run on the way out, thread pools
+outlive the call that started them, a second Ctrl-C may land while the first is handled, and the process goes on
+with the same ``HudiTable``. :class:`tests.safety.interrupts.Interrupter` sends this process a real ``SIGINT`` (or
+raises in the thread itself) at the n-th storage operation or compaction-task boundary, and after each one:
+
+* nothing under the table changes once the call came back (listed again 0.3 s later);
+* what came out is the ``KeyboardInterrupt``, an ``EvtError``, or the injected exception;
+* a new handle, hudi-rs and the handle that ran the call read the table as before or as after the operation;
+* the documented recovery (roll back a pending write, resume a rollback or clean, run or roll back a pending
+  compaction, repair) leaves one of those two answers in both readers, and a further write, full compaction and
+  clean answer that plus the write (a plain dict of what was committed).
+
+Table versions 6 and 9, locally. ``EVT_INTERRUPT_STEP`` (default 9) takes every n-th operation of the sweep (1 takes
+them all); ``EVT_INTERRUPT_KINDS`` (default ``sigint``) lists the ways to stop it (``sigint``, ``keyboard`` raised
+in the thread, ``memory``, ``oserror``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.safety.interrupts import OPERATIONS, Case, Interrupter, problems_after, quiet_after, run_interrupted
+
+STEP = int(os.environ.get("EVT_INTERRUPT_STEP", "9"))
+KINDS = os.environ.get("EVT_INTERRUPT_KINDS", "sigint").split(",")
+
+
+def _interrupter(kind: str, n: int, **kw: object) -> Interrupter:
+    if kind == "sigint":
+        return Interrupter(n, "sigint", "keyboard", **kw)  # type: ignore[arg-type]
+    return Interrupter(n, "raise", kind, **kw)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("version", [6, 9])
+def test_ctrl_c_twice_during_a_compaction_run_waits_for_its_tasks(tmp_path: Path, version: int) -> None:
+    """Ctrl-C while a compaction task writes, and again while the run waits for its tasks to stop: the run came
+    back with the second interrupt while the task went on writing its carry-over log and base file."""
+    case = Case(str(tmp_path / "t"), version, "run-full")
+    inter = Interrupter(1, "sigint", match=".log.0_", twice=True)
+    err = run_interrupted(case.call, inter)
+    assert inter.fired_at is not None and inter.fired_in_main is False, inter.fired_at
+    assert isinstance(err, KeyboardInterrupt), repr(err)
+    assert quiet_after(case.path) is None, "a compaction task went on writing after the run came back"
+    assert problems_after(case, err) == []
+
+
+def _sweep(tmp_path: Path, version: int, operation: str, kind: str) -> None:
+    n, failures = 1, []
+    while True:
+        case = Case(str(tmp_path / f"t{n}"), version, operation)
+        inter = _interrupter(kind, n)
+        err = run_interrupted(case.call, inter)
+        if inter.fired_at is None:
+            break
+        found = problems_after(case, err)
+        if found:
+            failures.append(f"{operation} v{version} {kind} at #{n} {inter.fired_at}: {err!r}: {found}")
+        n += STEP
+    assert n > 1, f"{operation} reached no storage operation"
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("operation", OPERATIONS)
+@pytest.mark.parametrize("version", [6, 9])
+def test_interrupt_anywhere(tmp_path: Path, version: int, operation: str, kind: str) -> None:
+    _sweep(tmp_path, version, operation, kind)
