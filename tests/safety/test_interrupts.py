@@ -73,3 +73,34 @@ def _sweep(tmp_path: Path, version: int, operation: str, kind: str) -> None:
 @pytest.mark.parametrize("version", [6, 9])
 def test_interrupt_anywhere(tmp_path: Path, version: int, operation: str, kind: str) -> None:
     _sweep(tmp_path, version, operation, kind)
+
+
+@pytest.mark.parametrize("kind", ["sigint", "memory"])
+def test_an_interrupted_runner_run_can_be_unscheduled_or_run_again(tmp_path: Path, kind: str) -> None:
+    """The notebook's compaction runner (``CompactionRunnerModel`` behind the widget's buttons) interrupted in its
+    run, or failing with an exception that is no ``EvtError``: it stayed ``running`` with every button disabled, so
+    the pending plan could be neither run again nor unscheduled from the notebook."""
+    from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
+    from evt_toolkit.widgets.models import CompactionRunnerModel
+    from evt_toolkit.widgets.views import CompactionRunner
+    from tests.safety.interrupts import THRESHOLD, Model, ours
+
+    case = Case(str(tmp_path / "t"), 6, "write")
+    widget = CompactionRunner(case.table, EventTimeBasedCompactionStrategy(threshold=THRESHOLD))
+    runner: CompactionRunnerModel = widget.model
+    widget.schedule()
+    assert runner.state == "scheduled", runner.last_error
+    instant = runner.scheduled.instant if runner.scheduled else ""
+    err = run_interrupted(widget.run, _interrupter(kind, 12))
+    assert isinstance(err, KeyboardInterrupt | MemoryError), repr(err)
+    assert runner.state == "failed", runner.state
+    assert runner.last_error and instant in runner.last_error, runner.last_error
+    assert runner.enabled()["unschedule"] and not any(b.disabled for n, b in widget.buttons.items() if n != "run")
+    widget.dry_run.value = False
+    widget.unschedule()
+    assert runner.state == "idle", runner.last_error
+    assert not case.table.refresh().timeline.pending_compactions()
+    assert ours(case.path) == case.before
+    model = Model()
+    model.rows = dict(case.before)
+    assert quiet_after(case.path) is None
