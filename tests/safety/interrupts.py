@@ -7,6 +7,7 @@ in place), and at the n-th of them, in whichever thread reaches it, either
 * sends this process a real ``SIGINT`` (``sigint``: Ctrl-C, or a notebook's *interrupt kernel*: Python raises
   ``KeyboardInterrupt`` in the main thread at its next instruction, also out of a blocking wait), optionally a
   second one ``again`` operations later (an interrupt arriving while the first one is being handled), or
+* sends it ``SIGTERM`` (``sigterm``: what a scheduler or ``kill`` sends to stop a process), or
 * raises an exception right there (``raise``: ``KeyboardInterrupt`` raised in the thread itself, ``MemoryError``,
   ``OSError`` — what a full disk or a dying mount raises below the storage layer).
 
@@ -101,8 +102,8 @@ class Interrupter:
                 self.fired_in_main = threading.current_thread() is threading.main_thread()
         if not (first or second):
             return
-        if self.how == "sigint":
-            os.kill(os.getpid(), signal.SIGINT)
+        if self.how in ("sigint", "sigterm"):
+            os.kill(os.getpid(), signal.SIGINT if self.how == "sigint" else signal.SIGTERM)
             if self.twice:
                 # Ctrl-C pressed again while the first one is being handled, then this operation goes on.
                 time.sleep(0.2)
@@ -473,3 +474,63 @@ def _diff(read: dict[int, Any], before: dict[int, Any], after: dict[int, Any]) -
         return f"lost {lost}, extra {extra}, changed {changed}"
 
     return f"against before: {one(before)}; against after: {one(after)}"
+
+
+# -- the command line in a child process -----------------------------------------------------------------------------
+
+CLI_CHILD = """
+import sys
+from tests.safety.interrupts import Interrupter
+
+n, how = int(sys.argv[1]), sys.argv[2]
+inter = Interrupter(n, how)
+with inter.armed():
+    from evt_toolkit.cli.app import run
+    try:
+        run_argv = sys.argv[3:]
+        sys.argv = ["evt", *run_argv]
+        run()
+    finally:
+        sys.stderr.write("\\nfired at " + str(inter.fired_at) + "\\n")
+"""
+
+
+def cli_case_argv(case: Case) -> list[str]:
+    """The ``evt`` command line of ``case``'s operation (the operations the command line has)."""
+    t, target = case.path, case.target or ""
+    return {
+        "schedule": ["schedule", t, "--threshold", str(THRESHOLD), "--link-mode", "copy"],
+        "run": ["run", t, target],
+        "run-full": ["run", t, target],
+        "clean": ["clean", "run", t, "--policy", "KEEP_LATEST_FILE_VERSIONS", "--retained", "1", "--yes"],
+        "rollback-failed": ["rollback", t, target, "--yes"],
+        "rollback-last": ["rollback", t, target, "--yes"],
+        "unschedule": ["unschedule", t, target, "--yes"],
+        "repair": ["repair", t, "--yes"],
+    }[case.operation]
+
+
+def run_cli_interrupted(case: Case, n: int, how: str) -> tuple[int, str, str | None]:
+    """``evt`` run in a child process that gets ``SIGINT``/``SIGTERM`` at its n-th storage operation:
+    ``(exit code, stderr without the harness's last line, where it fired or None)``."""
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    env.pop("EVT_FAULT_AT", None)
+    done = subprocess.run(
+        [sys.executable, "-c", CLI_CHILD, str(n), how, *cli_case_argv(case)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=env,
+        cwd=repo,
+    )
+    err = done.stderr
+    fired: str | None = None
+    head, sep, tail = err.rpartition("\nfired at ")
+    if sep:
+        err, fired = head, tail.strip()
+        fired = None if fired == "None" else fired
+    return done.returncode, err, fired

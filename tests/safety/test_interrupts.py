@@ -27,10 +27,12 @@ from pathlib import Path
 
 import pytest
 
+import evt_toolkit as evt
 from tests.safety.interrupts import OPERATIONS, Case, Interrupter, problems_after, quiet_after, run_interrupted
 
 STEP = int(os.environ.get("EVT_INTERRUPT_STEP", "9"))
 KINDS = os.environ.get("EVT_INTERRUPT_KINDS", "sigint").split(",")
+CLI_STEP = int(os.environ.get("EVT_INTERRUPT_CLI_STEP", "17"))
 
 
 def _interrupter(kind: str, n: int, **kw: object) -> Interrupter:
@@ -104,3 +106,70 @@ def test_an_interrupted_runner_run_can_be_unscheduled_or_run_again(tmp_path: Pat
     model = Model()
     model.rows = dict(case.before)
     assert quiet_after(case.path) is None
+
+
+CLI_OPERATIONS = ("schedule", "run-full", "clean", "rollback-last", "unschedule", "repair")
+
+
+@pytest.mark.parametrize("how", ["sigint", "sigterm"])
+@pytest.mark.parametrize("operation", CLI_OPERATIONS)
+def test_evt_stopped_by_a_signal(tmp_path: Path, operation: str, how: str) -> None:
+    """``evt`` in a child process that gets a real ``SIGINT`` (Ctrl-C) or ``SIGTERM`` at its n-th storage operation:
+    Ctrl-C exits 130 with one line and no traceback, ``SIGTERM`` ends it as the signal does; either way the table
+    reads as before or after and the documented recovery ends there."""
+    from tests.safety.interrupts import run_cli_interrupted
+
+    n, failures = 1, []
+    while True:
+        case = Case(str(tmp_path / f"t{n}"), 6, operation)
+        code, err, fired = run_cli_interrupted(case, n, how)
+        if code == 0 and fired is None:
+            break
+        where = f"evt {operation} {how} at #{n} ({fired}): exit {code}"
+        if how == "sigint":
+            if code != 130 or err.strip().splitlines()[-1:] != ["interrupted"] or "Traceback" in err:
+                failures.append(f"{where}, stderr {err[-800:]!r}")
+        elif code != -15:
+            failures.append(f"{where}, stderr {err[-800:]!r}")
+        found = problems_after(case, KeyboardInterrupt())
+        if found:
+            failures.append(f"{where}: {found}")
+        n += CLI_STEP
+    assert n > 1, f"evt {operation} reached no storage operation"
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("version", [6, 9])
+def test_a_base_file_that_cannot_be_written_fails_the_run_with_an_evt_error(tmp_path: Path, version: int) -> None:
+    """An OSError from below the storage layer — the local compaction task writes its base file through a temporary
+    file and a rename, not through the storage layer; here a folder stands where the file goes, as a full disk or a
+    failing mount fails it — came out of ``t.compaction.run`` as a bare ``OSError`` naming neither the compaction
+    nor the table, and ``evt run`` ended with a traceback instead of one line and exit 1."""
+    import shutil
+
+    from evt_toolkit.cli.app import main
+    from evt_toolkit.errors import StorageError
+    from tests.safety.interrupts import files, ours
+
+    case = Case(str(tmp_path / "t"), version, "run-full")
+    trial = str(tmp_path / "trial")
+    shutil.copytree(case.path, trial, symlinks=True)
+    before = files(trial)
+    evt.HudiTable.open(trial).compaction.run(case.target or "")
+    base_files = sorted(p for p in set(files(trial)) - set(before) if p.endswith(".parquet"))
+    assert base_files
+    blocked = Path(case.path) / base_files[-1]
+    for attempt in ("api", "cli"):
+        blocked.mkdir()
+        (blocked / "x").write_bytes(b"")
+        if attempt == "api":
+            with pytest.raises(StorageError) as info:
+                case.table.compaction.run(case.target or "")
+            assert case.target in str(info.value) and case.path in str(info.value), str(info.value)
+        else:
+            assert main(["run", case.path, case.target or ""]) == 1
+        shutil.rmtree(blocked)
+        assert ours(case.path) == case.before
+    case.table.compaction.run(case.target or "")
+    assert ours(case.path) == case.before
+    assert problems_after(case, None) == []
