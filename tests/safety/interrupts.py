@@ -534,3 +534,10 @@ def run_cli_interrupted(case: Case, n: int, how: str) -> tuple[int, str, str | N
         err, fired = head, tail.strip()
         fired = None if fired == "None" else fired
     return done.returncode, err, fired
+
+
+def slow_task(task: MergeTask, stage: str) -> None:
+    """A compaction task's fault hook that takes its time before writing (so that its Spark job can be cancelled
+    while it runs)."""
+    if stage == "merged":
+        time.sleep(3)

@@ -173,3 +173,36 @@ def test_a_base_file_that_cannot_be_written_fails_the_run_with_an_evt_error(tmp_
     case.table.compaction.run(case.target or "")
     assert ours(case.path) == case.before
     assert problems_after(case, None) == []
+
+
+@pytest.mark.spark
+def test_a_compaction_run_whose_spark_job_is_cancelled(spark: object, tmp_path: Path) -> None:
+    """``cancelAllJobs()`` from another thread (a notebook's *interrupt kernel* on a Spark cell, the Spark UI's kill)
+    while a compaction runs on Spark: the run fails with a ``CompactionExecutionError`` naming the compaction and the
+    table (it named neither), no cancelled task writes afterwards, the table reads as before, and running the plan
+    again completes it."""
+    import threading
+    import time
+
+    from evt_toolkit.errors import CompactionExecutionError
+    from tests.safety.interrupts import ours, slow_task, theirs
+
+    case = Case(str(tmp_path / "t"), 6, "run-full")
+    sc = spark.sparkContext  # type: ignore[attr-defined]
+
+    def cancel_soon() -> None:
+        time.sleep(2)
+        sc.cancelAllJobs()
+
+    canceller = threading.Thread(target=cancel_soon)
+    canceller.start()
+    try:
+        with pytest.raises(CompactionExecutionError) as info:
+            case.table.compaction.run(case.target or "", spark=spark, fault_hook=slow_task)
+    finally:
+        canceller.join()
+    assert case.target in str(info.value) and case.path in str(info.value), str(info.value)
+    # The cancelled tasks' Python workers are stopped (spark.python.task.killTimeout) before they write.
+    assert quiet_after(case.path, 4.0) is None
+    assert ours(case.path) == case.before == theirs(case.path)
+    assert problems_after(case, None) == []
