@@ -219,7 +219,11 @@ def _run_tasks(
         text = str(exc)
         lines = [ln for ln in text.splitlines() if "Error:" in ln or "error" in ln.lower()]
         detail = next((ln.strip() for ln in lines if "evt_toolkit" in ln), lines[0].strip() if lines else text[:500])
-        raise CompactionExecutionError(f"a compaction task failed on Spark: {detail}") from exc
+        instant = tasks[0].instant if tasks else "?"
+        raise CompactionExecutionError(
+            f"compaction {instant} of {storage.uri}: a task failed on Spark (or its job was cancelled); nothing was "
+            f"committed: {detail}"
+        ) from exc
 
 
 def local_task_slots(tasks: int) -> int:
