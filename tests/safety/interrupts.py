@@ -165,9 +165,17 @@ def run_interrupted(op: Callable[[], Any], inter: Interrupter) -> BaseException 
     return err
 
 
-def files(root: str | Path) -> dict[str, int]:
+def files(root: str | Path, storage_options: dict[str, str] | None = None) -> dict[str, int]:
     """Every file (and symlink) under ``root`` with its size, ``-1`` for a dangling symlink."""
     out: dict[str, int] = {}
+    if storage_options is not None:  # an object store: listed through the storage layer
+        storage = TableStorage.from_uri(str(root), storage_options)
+        folders = [""]
+        while folders:
+            entries, subfolders = storage.list_dir(folders.pop())
+            out.update((e.path, e.size) for e in entries)
+            folders.extend(subfolders)
+        return out
     for folder, _dirs, names in os.walk(root):
         for name in names:
             p = os.path.join(folder, name)
@@ -178,11 +186,13 @@ def files(root: str | Path) -> dict[str, int]:
     return out
 
 
-def quiet_after(root: str | Path, wait_s: float = 0.3) -> dict[str, tuple[int, int]] | None:
+def quiet_after(
+    root: str | Path, wait_s: float = 0.3, storage_options: dict[str, str] | None = None
+) -> dict[str, tuple[int, int]] | None:
     """``None`` when nothing under ``root`` changes for ``wait_s`` seconds, else what changed."""
-    before = files(root)
+    before = files(root, storage_options)
     time.sleep(wait_s)
-    after = files(root)
+    after = files(root, storage_options)
     if before == after:
         return None
     keys = set(before) | set(after)
@@ -237,8 +247,8 @@ def theirs(path: str, storage_options: dict[str, str] | None = None) -> dict[int
     import hudi
 
     b = hudi.HudiTableBuilder.from_base_uri(path)
-    for k, v in (storage_options or {}).items():
-        b = b.with_option(k, v)
+    if storage_options:
+        b = b.with_storage_options(storage_options)
     batches = b.build().read()
     if not batches:
         return {}
@@ -410,10 +420,10 @@ def _abandoned_schedule(t: evt.HudiTable, strategy: Any) -> None:
         TableStorage.write_bytes_atomic = original  # type: ignore[method-assign]
 
 
-def problems_after(case: Case, err: BaseException | None, *, local: bool = True) -> list[str]:
+def problems_after(case: Case, err: BaseException | None) -> list[str]:
     """What is wrong with the table and the exception an interrupted ``case`` left (empty: nothing).
 
-    * nothing under the table changes any more once the call came back (``local`` tables);
+    * nothing under the table changes any more once the call came back;
     * the call raised the interrupt itself (``KeyboardInterrupt``), an ``EvtError``, or the injected ``MemoryError``
       or ``OSError`` unchanged;
     * a new handle, hudi-rs and the handle that ran the call read the answer before or after the operation;
@@ -424,10 +434,9 @@ def problems_after(case: Case, err: BaseException | None, *, local: bool = True)
     from evt_toolkit.errors import EvtError
 
     out: list[str] = []
-    if local:
-        changed = quiet_after(case.path)
-        if changed:
-            out.append(f"files changed after the call came back: {changed}")
+    changed = quiet_after(case.path, storage_options=case.storage_options)
+    if changed:
+        out.append(f"files changed after the call came back: {changed}")
     if err is not None and not isinstance(err, KeyboardInterrupt | EvtError | MemoryError | OSError):
         out.append(f"surfaced as {type(err).__name__}: {err}")
     if isinstance(err, OSError) and isinstance(err, EvtError):

@@ -15,24 +15,33 @@ raises in the thread itself) at the n-th storage operation or compaction-task bo
   compaction, repair) leaves one of those two answers in both readers, and a further write, full compaction and
   clean answer that plus the write (a plain dict of what was committed).
 
-Table versions 6 and 9, locally. ``EVT_INTERRUPT_STEP`` (default 9) takes every n-th operation of the sweep (1 takes
-them all); ``EVT_INTERRUPT_KINDS`` (default ``sigint``) lists the ways to stop it (``sigint``, ``keyboard`` raised
-in the thread, ``memory``, ``oserror``).
+The same through ``evt`` in a child process getting a real ``SIGINT`` (exit 130, one line, no traceback) or
+``SIGTERM``; through the notebook's compaction runner (it must not be left ``running``); and a Spark job of a run
+cancelled from another thread. Table versions 6 and 9, locally and on the session's S3 server.
+
+``EVT_INTERRUPT_STEP`` (default 40) takes every n-th operation of the local sweep (1 takes them all),
+``EVT_INTERRUPT_S3_STEP`` (default 45) of the S3 one, ``EVT_INTERRUPT_CLI_STEP`` of the ``evt`` one (default: one
+point per case); ``EVT_INTERRUPT_KINDS`` (default ``sigint``) lists the ways to stop it (``sigint``, ``keyboard``
+raised in the thread, ``memory``, ``oserror``); ``EVT_INTERRUPT_LONG=1`` runs every operation on both versions and
+on S3 (CI: the runs on both, the others on one), and every ``evt`` case with both signals.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import evt_toolkit as evt
 from tests.safety.interrupts import OPERATIONS, Case, Interrupter, problems_after, quiet_after, run_interrupted
 
-STEP = int(os.environ.get("EVT_INTERRUPT_STEP", "9"))
+STEP = int(os.environ.get("EVT_INTERRUPT_STEP", "40"))
 KINDS = os.environ.get("EVT_INTERRUPT_KINDS", "sigint").split(",")
-CLI_STEP = int(os.environ.get("EVT_INTERRUPT_CLI_STEP", "17"))
+S3_STEP = int(os.environ.get("EVT_INTERRUPT_S3_STEP", "50"))
+CLI_STEP = int(os.environ.get("EVT_INTERRUPT_CLI_STEP", "1000"))
+LONG = os.environ.get("EVT_INTERRUPT_LONG") == "1"
 
 
 def _interrupter(kind: str, n: int, **kw: object) -> Interrupter:
@@ -54,10 +63,13 @@ def test_ctrl_c_twice_during_a_compaction_run_waits_for_its_tasks(tmp_path: Path
     assert problems_after(case, err) == []
 
 
-def _sweep(tmp_path: Path, version: int, operation: str, kind: str) -> None:
-    n, failures = 1, []
+def _sweep(
+    root: str, version: int, operation: str, kind: str, step: int, storage_options: dict[str, str] | None = None
+) -> None:
+    # Each operation and version starts at another point of the step, so that a coarse step still meets every kind.
+    n, failures = 1 + (7 * OPERATIONS.index(operation) + 3 * version) % step, []
     while True:
-        case = Case(str(tmp_path / f"t{n}"), version, operation)
+        case = Case(f"{root}/t{n}", version, operation, storage_options)
         inter = _interrupter(kind, n)
         err = run_interrupted(case.call, inter)
         if inter.fired_at is None:
@@ -65,16 +77,30 @@ def _sweep(tmp_path: Path, version: int, operation: str, kind: str) -> None:
         found = problems_after(case, err)
         if found:
             failures.append(f"{operation} v{version} {kind} at #{n} {inter.fired_at}: {err!r}: {found}")
-        n += STEP
-    assert n > 1, f"{operation} reached no storage operation"
+        n += step
+    assert n > step, f"{operation} reached no storage operation"
     assert not failures, "\n".join(failures)
 
 
+SWEEP = [
+    (version, operation)
+    for i, operation in enumerate(OPERATIONS)
+    for version in (6, 9)
+    if LONG or version == (6, 9)[i % 2] or operation.startswith("run")
+]
+
+
 @pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("operation", OPERATIONS)
-@pytest.mark.parametrize("version", [6, 9])
+@pytest.mark.parametrize(("version", "operation"), SWEEP)
 def test_interrupt_anywhere(tmp_path: Path, version: int, operation: str, kind: str) -> None:
-    _sweep(tmp_path, version, operation, kind)
+    _sweep(str(tmp_path), version, operation, kind, STEP)
+
+
+@pytest.mark.parametrize("operation", OPERATIONS if LONG else ("run",))
+def test_interrupt_anywhere_on_s3(s3_server: Any, operation: str) -> None:
+    """The sweep on the session's S3 server (version 9: no append, conditional puts), at a coarser step."""
+    bucket = s3_server.new_bucket("interrupts")
+    _sweep(f"s3://{bucket}/{operation}", 9, operation, "sigint", S3_STEP, s3_server.options)
 
 
 @pytest.mark.parametrize("kind", ["sigint", "memory"])
@@ -108,18 +134,22 @@ def test_an_interrupted_runner_run_can_be_unscheduled_or_run_again(tmp_path: Pat
     assert quiet_after(case.path) is None
 
 
-CLI_OPERATIONS = ("schedule", "run-full", "clean", "rollback-last", "unschedule", "repair")
+CLI_CASES = [
+    (operation, how)
+    for operation in ("schedule", "run-full", "clean", "rollback-last", "unschedule", "repair")
+    for how in ("sigint", "sigterm")
+    if LONG or (operation, how) in {("run-full", "sigint"), ("clean", "sigint"), ("rollback-last", "sigterm")}
+]
 
 
-@pytest.mark.parametrize("how", ["sigint", "sigterm"])
-@pytest.mark.parametrize("operation", CLI_OPERATIONS)
+@pytest.mark.parametrize(("operation", "how"), CLI_CASES)
 def test_evt_stopped_by_a_signal(tmp_path: Path, operation: str, how: str) -> None:
     """``evt`` in a child process that gets a real ``SIGINT`` (Ctrl-C) or ``SIGTERM`` at its n-th storage operation:
     Ctrl-C exits 130 with one line and no traceback, ``SIGTERM`` ends it as the signal does; either way the table
     reads as before or after and the documented recovery ends there."""
     from tests.safety.interrupts import run_cli_interrupted
 
-    n, failures = 1, []
+    n, failures = 1 + (CLI_STEP > 100) * 24, []  # one point half-way through, unless a step is given
     while True:
         case = Case(str(tmp_path / f"t{n}"), 6, operation)
         code, err, fired = run_cli_interrupted(case, n, how)
@@ -135,7 +165,7 @@ def test_evt_stopped_by_a_signal(tmp_path: Path, operation: str, how: str) -> No
         if found:
             failures.append(f"{where}: {found}")
         n += CLI_STEP
-    assert n > 1, f"evt {operation} reached no storage operation"
+    assert failures or n > 1 + (CLI_STEP > 100) * 24, f"evt {operation} reached no storage operation"
     assert not failures, "\n".join(failures)
 
 
@@ -203,6 +233,6 @@ def test_a_compaction_run_whose_spark_job_is_cancelled(spark: object, tmp_path: 
         canceller.join()
     assert case.target in str(info.value) and case.path in str(info.value), str(info.value)
     # The cancelled tasks' Python workers are stopped (spark.python.task.killTimeout) before they write.
-    assert quiet_after(case.path, 4.0) is None
+    assert quiet_after(case.path, 3.0) is None
     assert ours(case.path) == case.before == theirs(case.path)
     assert problems_after(case, None) == []
