@@ -17,13 +17,16 @@ raises in the thread itself) at the n-th storage operation or compaction-task bo
 
 The same through ``evt`` in a child process getting a real ``SIGINT`` (exit 130, one line, no traceback) or
 ``SIGTERM``; through the notebook's compaction runner (it must not be left ``running``); and a Spark job of a run
-cancelled from another thread. Table versions 6 and 9, locally and on the session's S3 server.
+cancelled from another thread; and on a copy of a stock v9 table with a metadata table, whose ``files`` partition
+must list the live files after each. Table versions 6 and 9, locally and on the session's S3 server.
 
 ``EVT_INTERRUPT_STEP`` (default 40) takes every n-th operation of the local sweep (1 takes them all),
 ``EVT_INTERRUPT_S3_STEP`` (default 45) of the S3 one, ``EVT_INTERRUPT_CLI_STEP`` of the ``evt`` one (default: one
 point per case); ``EVT_INTERRUPT_KINDS`` (default ``sigint``) lists the ways to stop it (``sigint``, ``keyboard``
 raised in the thread, ``memory``, ``oserror``); ``EVT_INTERRUPT_LONG=1`` runs every operation on both versions and
-on S3 (CI: the runs on both, the others on one), and every ``evt`` case with both signals.
+on S3 (CI: the runs on both, the others on one), every ``evt`` case with both signals, and every
+``EVT_INTERRUPT_MDT_STEP``-th (default 3) operation up to ``EVT_INTERRUPT_MDT_MAX`` (default 60) on the table with a
+metadata table (CI: one point per operation).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ KINDS = os.environ.get("EVT_INTERRUPT_KINDS", "sigint").split(",")
 S3_STEP = int(os.environ.get("EVT_INTERRUPT_S3_STEP", "50"))
 CLI_STEP = int(os.environ.get("EVT_INTERRUPT_CLI_STEP", "1000"))
 LONG = os.environ.get("EVT_INTERRUPT_LONG") == "1"
+MDT_STEP = int(os.environ.get("EVT_INTERRUPT_MDT_STEP", "3"))
 
 
 def _interrupter(kind: str, n: int, **kw: object) -> Interrupter:
@@ -236,3 +240,101 @@ def test_a_compaction_run_whose_spark_job_is_cancelled(spark: object, tmp_path: 
     assert quiet_after(case.path, 3.0) is None
     assert ours(case.path) == case.before == theirs(case.path)
     assert problems_after(case, None) == []
+
+
+MDT_OPS = ("write", "run-copy", "run-symlink", "clean", "rollback-failed", "rollback-last", "unschedule", "repair")
+MDT_CASES = [
+    (op, n)
+    for i, op in enumerate(MDT_OPS)
+    for n in (
+        range(1, int(os.environ.get("EVT_INTERRUPT_MDT_MAX", "60")), MDT_STEP)
+        if LONG
+        else (4 + 3 * i if op != "repair" else 9,)
+    )
+]
+
+
+def _mdt_call(t: evt.HudiTable, action: str, args: tuple[str, ...]) -> Any:
+    """The in-process call of a ``tests.safety.crash_anywhere`` child action."""
+    import pyarrow.parquet as pq
+
+    from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
+
+    if action == "write":
+        return lambda: t.write(pq.read_table(args[0]), args[1], options={"hoodie.index.type": args[2]})
+    if action == "schedule":
+        return lambda: t.compaction.schedule(EventTimeBasedCompactionStrategy(threshold=int(args[0])))
+    if action == "run":
+        return lambda: t.compaction.run(args[0])
+    if action == "clean":
+        return lambda: t.clean(args[0], int(args[1]), dry_run=False)
+    if action == "rollback":
+        return lambda: t.rollback(args[0])
+    if action == "unschedule":
+        return lambda: t.compaction.unschedule(args[0], dry_run=False)
+    if action == "repair":
+        return lambda: t.compaction.repair(dry_run=False, older_than_s=0)
+    raise AssertionError(action)
+
+
+@pytest.mark.parametrize(("op", "n"), MDT_CASES)
+def test_interrupt_anywhere_with_a_metadata_table(op: str, n: int) -> None:
+    """Ctrl-C at the n-th storage operation of an operation on a copy of a stock v9 table with a metadata table, in
+    this process (the metadata table's sync included): the readers (hudi-rs listing through the metadata table) read
+    before or after, the ``files`` partition lists the live files, and the kill tests' recovery ends at the oracle."""
+    from evt_toolkit.compaction.strategy import UnBoundedCompactionStrategy
+    from evt_toolkit.errors import EvtError
+    from evt_toolkit.services.clean_planner import KEEP_LATEST_FILE_VERSIONS
+    from tests.conftest import FIXTURES_DIR
+    from tests.safety.test_crash_sweep_mdt import _check_readers, _rows, _setup
+    from tests.safety.test_mdt_model import MdtLifecycle
+
+    if not FIXTURES_DIR.is_dir():
+        pytest.skip(f"real Hudi fixtures not found at {FIXTURES_DIR}")
+    m = MdtLifecycle()
+    try:
+        m.start("mor_v9_txns_simple_meta")
+        action, args, recover = _setup(m, op)
+        before = after = _rows(m)
+        if op == "rollback-last":
+            after = m._table(list(m.undo[-1][1].values()))
+        elif op == "write":
+            saved = (dict(m.oracle), dict(m.gone))
+            m._commit("pending", m.pending_rows, "upsert")
+            after = _rows(m)
+            m.undo.pop()
+            m.oracle, m.gone = saved
+        known = {i.time for i in m.t.refresh().timeline.instants}
+        inter = Interrupter(n, "sigint")
+        err = run_interrupted(_mdt_call(m.t, action, args), inter)
+        if inter.fired_at is None:
+            pytest.skip(f"{op} makes fewer than {n} storage operations")
+        assert err is None or isinstance(err, KeyboardInterrupt | EvtError), repr(err)
+        assert quiet_after(m.t.path) is None, f"{op}: files changed after it came back"
+        _check_readers(m, [before, after], f"{op} interrupted at #{n} ({inter.fired_at})")
+        m.metadata_table_lists_the_live_files()
+        tl = m.t.refresh().timeline
+        if op == "write":
+            for w in [i.time for i in tl.inflight_writes()]:
+                m.t.rollback(w)
+            for w in [i.time for i in tl.completed() if i.time not in known and i.action == "deltacommit"]:
+                m._commit(w, m.pending_rows, "upsert")
+        elif op == "rollback-last":
+            recover()
+            _, m.oracle, m.gone = m.undo.pop()
+        else:
+            recover()
+        for check in (m.snapshot_is_the_oracle, m.metadata_table_lists_the_live_files, m.read_optimized_agrees):
+            check()
+        for p in m._pending():
+            m.t.compaction.run(p)
+        m.write([7, 8], "upsert")
+        c = m.t.compaction.schedule(UnBoundedCompactionStrategy(), link_mode="symlink")
+        if c is not None:
+            m.t.compaction.run(c.instant)
+        m.t.clean(KEEP_LATEST_FILE_VERSIONS, 1, dry_run=False)
+        for check in (m.snapshot_is_the_oracle, m.metadata_table_lists_the_live_files, m.read_optimized_agrees):
+            check()
+        m.nothing_needed_is_missing()
+    finally:
+        m.teardown()
