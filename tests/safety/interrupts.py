@@ -550,3 +550,9 @@ def slow_task(task: MergeTask, stage: str) -> None:
     while it runs)."""
     if stage == "merged":
         time.sleep(3)
+
+
+def sleepy(value: str) -> str:
+    """A Spark UDF's body that takes its time (so that the job computing a DataFrame can be cancelled meanwhile)."""
+    time.sleep(1)
+    return value

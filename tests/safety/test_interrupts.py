@@ -338,3 +338,45 @@ def test_interrupt_anywhere_with_a_metadata_table(op: str, n: int) -> None:
         m.nothing_needed_is_missing()
     finally:
         m.teardown()
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("version", [6, 9])
+def test_a_spark_dataframe_write_whose_job_is_cancelled(spark: Any, tmp_path: Path, version: int) -> None:
+    """``cancelAllJobs()`` while a Spark DataFrame write (``write_dataframe``) computes its rows: the write fails with
+    a ``WriteError`` naming the table (it came out as Spark's own error, no ``EvtError``), nothing writes afterwards,
+    the table reads as before, and the same write then succeeds."""
+    import threading
+    import time
+
+    from pyspark.sql import functions as F
+
+    from evt_toolkit.errors import WriteError
+    from evt_toolkit.spark.executor import write_dataframe
+    from tests.safety.interrupts import Model, batch, ours, sleepy, theirs
+
+    case = Case(str(tmp_path / "t"), version, "write")
+    slow = F.udf(sleepy, "string")
+    df = spark.createDataFrame(batch(list(range(25, 33)), 5)).repartition(2).withColumn("v", slow(F.col("v")))
+    sc = spark.sparkContext
+
+    def cancel_soon() -> None:
+        time.sleep(2)
+        sc.cancelAllJobs()
+
+    canceller = threading.Thread(target=cancel_soon)
+    canceller.start()
+    try:
+        with pytest.raises(WriteError) as info:
+            write_dataframe(case.table, df, "upsert")
+    finally:
+        canceller.join()
+    assert case.path in str(info.value), str(info.value)
+    assert quiet_after(case.path, 3.0) is None
+    assert ours(case.path) == case.before == theirs(case.path)
+    case.recover()
+    write_dataframe(evt.HudiTable.open(case.path), df, "upsert")
+    want = Model()
+    want.rows = dict(case.before)
+    want.upsert(list(range(25, 33)), 5)
+    assert ours(case.path) == want.rows == theirs(case.path)
