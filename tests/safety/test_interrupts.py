@@ -21,12 +21,12 @@ cancelled from another thread; and on a copy of a stock v9 table with a metadata
 must list the live files after each. Table versions 6 and 9, locally and on the session's S3 server.
 
 ``EVT_INTERRUPT_STEP`` (default 40) takes every n-th operation of the local sweep (1 takes them all),
-``EVT_INTERRUPT_S3_STEP`` (default 45) of the S3 one, ``EVT_INTERRUPT_CLI_STEP`` of the ``evt`` one (default: one
-point per case); ``EVT_INTERRUPT_KINDS`` (default ``sigint``) lists the ways to stop it (``sigint``, ``keyboard``
-raised in the thread, ``memory``, ``oserror``); ``EVT_INTERRUPT_LONG=1`` runs every operation on both versions and
-on S3 (CI: the runs on both, the others on one), every ``evt`` case with both signals, and every
-``EVT_INTERRUPT_MDT_STEP``-th (default 3) operation up to ``EVT_INTERRUPT_MDT_MAX`` (default 60) on the table with a
-metadata table (CI: one point per operation).
+``EVT_INTERRUPT_S3_STEP`` (default 50) of the S3 one, ``EVT_INTERRUPT_CLI_STEP`` of the ``evt`` one (default: one
+point per case); ``EVT_INTERRUPT_KINDS`` (default ``sigint``) lists the ways to stop it (``sigint``,
+``sigint-again``: a second one at the next storage operation, ``keyboard`` raised in the thread, ``memory``,
+``oserror``); ``EVT_INTERRUPT_LONG=1`` runs every operation on both versions and on S3 (CI: the runs on both, the
+others on one), every ``evt`` case with both signals, and every ``EVT_INTERRUPT_MDT_STEP``-th (default 3) operation
+up to ``EVT_INTERRUPT_MDT_MAX`` (default 60) on the table with a metadata table (CI: one point per operation).
 """
 
 from __future__ import annotations
@@ -51,6 +51,8 @@ MDT_STEP = int(os.environ.get("EVT_INTERRUPT_MDT_STEP", "3"))
 def _interrupter(kind: str, n: int, **kw: object) -> Interrupter:
     if kind == "sigint":
         return Interrupter(n, "sigint", "keyboard", **kw)  # type: ignore[arg-type]
+    if kind == "sigint-again":  # Ctrl-C, and again at the next storage operation (in whatever handles the first)
+        return Interrupter(n, "sigint", "keyboard", again=1, **kw)  # type: ignore[arg-type]
     return Interrupter(n, "raise", kind, **kw)  # type: ignore[arg-type]
 
 
