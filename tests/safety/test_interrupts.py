@@ -73,18 +73,22 @@ def _sweep(
     root: str, version: int, operation: str, kind: str, step: int, storage_options: dict[str, str] | None = None
 ) -> None:
     # Each operation and version starts at another point of the step, so that a coarse step still meets every kind.
-    n, failures = 1 + (7 * OPERATIONS.index(operation) + 3 * version) % step, []
+    n, fired, failures = 1 + (7 * OPERATIONS.index(operation) + 3 * version) % step, 0, []
     while True:
         case = Case(f"{root}/t{n}", version, operation, storage_options)
         inter = _interrupter(kind, n)
         err = run_interrupted(case.call, inter)
         if inter.fired_at is None:
-            break
+            if fired or n == 1:
+                break
+            n = 1  # an operation shorter than where this one starts: from its first storage operation then
+            continue
+        fired += 1
         found = problems_after(case, err)
         if found:
             failures.append(f"{operation} v{version} {kind} at #{n} {inter.fired_at}: {err!r}: {found}")
         n += step
-    assert n > step, f"{operation} reached no storage operation"
+    assert fired, f"{operation} reached no storage operation"
     assert not failures, "\n".join(failures)
 
 
@@ -102,7 +106,9 @@ def test_interrupt_anywhere(tmp_path: Path, version: int, operation: str, kind: 
     _sweep(str(tmp_path), version, operation, kind, STEP)
 
 
-@pytest.mark.parametrize("operation", OPERATIONS if LONG else ("run",))
+@pytest.mark.parametrize(
+    "operation", [op for op in OPERATIONS if op != "schedule-symlink"] if LONG else ["run"]
+)  # no symlinks on object stores: that schedule is refused before it touches storage
 def test_interrupt_anywhere_on_s3(s3_server: Any, operation: str) -> None:
     """The sweep on the session's S3 server (version 9: no append, conditional puts), at a coarser step."""
     bucket = s3_server.new_bucket("interrupts")
