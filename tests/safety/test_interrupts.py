@@ -21,7 +21,7 @@ cancelled from another thread; and on a copy of a stock v9 table with a metadata
 must list the live files after each. Table versions 6 and 9, locally and on the session's S3 server.
 
 ``EVT_INTERRUPT_STEP`` (default 40) takes every n-th operation of the local sweep (1 takes them all),
-``EVT_INTERRUPT_S3_STEP`` (default 50) of the S3 one, ``EVT_INTERRUPT_CLI_STEP`` of the ``evt`` one (default: one
+``EVT_INTERRUPT_S3_STEP`` (default 100) of the S3 one, ``EVT_INTERRUPT_CLI_STEP`` of the ``evt`` one (default: one
 point per case); ``EVT_INTERRUPT_KINDS`` (default ``sigint``) lists the ways to stop it (``sigint``,
 ``sigint-again``: a second one at the next storage operation, ``keyboard`` raised in the thread, ``memory``,
 ``oserror``); ``EVT_INTERRUPT_LONG=1`` runs every operation on both versions and on S3 (CI: the runs on both, the
@@ -42,7 +42,7 @@ from tests.safety.interrupts import OPERATIONS, Case, Interrupter, problems_afte
 
 STEP = int(os.environ.get("EVT_INTERRUPT_STEP", "40"))
 KINDS = os.environ.get("EVT_INTERRUPT_KINDS", "sigint").split(",")
-S3_STEP = int(os.environ.get("EVT_INTERRUPT_S3_STEP", "50"))
+S3_STEP = int(os.environ.get("EVT_INTERRUPT_S3_STEP", "100"))
 CLI_STEP = int(os.environ.get("EVT_INTERRUPT_CLI_STEP", "1000"))
 LONG = os.environ.get("EVT_INTERRUPT_LONG") == "1"
 MDT_STEP = int(os.environ.get("EVT_INTERRUPT_MDT_STEP", "3"))
