@@ -556,3 +556,15 @@ def sleepy(value: str) -> str:
     """A Spark UDF's body that takes its time (so that the job computing a DataFrame can be cancelled meanwhile)."""
     time.sleep(1)
     return value
+
+
+def started_then_slow(marker: str, seconds: float) -> Callable[[MergeTask, str], None]:
+    """A compaction task's fault hook that creates ``marker`` (outside the table) once its logs are read, then takes
+    ``seconds`` before writing."""
+
+    def hook(task: MergeTask, stage: str) -> None:
+        if stage == "merged":
+            Path(marker).touch()
+            time.sleep(seconds)
+
+    return hook
