@@ -75,6 +75,7 @@ from evt_toolkit.format.ownership import BASE, CARRY_OVER, LINK, RUN, SCHEDULE, 
 from evt_toolkit.format.records import CommitMetadata, CompactionPlan, WriteStat
 from evt_toolkit.read.merge import EVENT_TIME
 from evt_toolkit.read.plan import ReadSpec
+from evt_toolkit.storage.calls import StartedCalls
 from evt_toolkit.storage.fs import FileEntry, TableStorage
 from evt_toolkit.storage.links import check_link, create_link, held_by_another_file
 from evt_toolkit.storage.ownership import drop_ownership, owned_files, record_ownership
@@ -218,7 +219,11 @@ def _run_tasks(
         text = str(exc)
         lines = [ln for ln in text.splitlines() if "Error:" in ln or "error" in ln.lower()]
         detail = next((ln.strip() for ln in lines if "evt_toolkit" in ln), lines[0].strip() if lines else text[:500])
-        raise CompactionExecutionError(f"a compaction task failed on Spark: {detail}") from exc
+        instant = tasks[0].instant if tasks else "?"
+        raise CompactionExecutionError(
+            f"compaction {instant} of {storage.uri}: a task failed on Spark (or its job was cancelled); nothing was "
+            f"committed: {detail}"
+        ) from exc
 
 
 def local_task_slots(tasks: int) -> int:
@@ -263,18 +268,25 @@ def _run_tasks_here(
         )
         for t in tasks
     ]
-    with ThreadPoolExecutor(max_workers=slots, thread_name_prefix="evt-compaction-task") as pool:
-        futures = [pool.submit(run_merge_task, t, listings[t.partition_path]) for t in tasks]
-        try:
-            for done, future in enumerate(as_completed(futures), 1):
-                finished(done, future.result())
-        except BaseException:
-            # Ctrl-C or a failed task: tasks not started never start, running ones stop at their next batch or part
-            # (their outputs are the run's, recorded before it started: a rollback or the next run removes them).
-            cancel.set()
-            for f in futures:
-                f.cancel()
-            raise
+    # Every task that started has stopped before this returns or raises, even when Ctrl-C lands while tasks are
+    # submitted or while the first failure is handled (storage.calls): nothing of this run writes after it.
+    calls = StartedCalls()
+    run = calls.wrap(run_merge_task)
+    pool = ThreadPoolExecutor(max_workers=slots, thread_name_prefix="evt-compaction-task")
+    try:
+        futures = []
+        for t in tasks:
+            futures.append(pool.submit(run, t, listings[t.partition_path]))
+        for done, future in enumerate(as_completed(futures), 1):
+            finished(done, future.result())
+    except BaseException:
+        # Ctrl-C or a failed task: tasks not started never start, running ones stop at their next batch or part
+        # (their outputs are the run's, recorded before it started: a rollback or the next run removes them).
+        cancel.set()
+        calls.settle()
+        raise
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
     return results
 
 

@@ -747,8 +747,20 @@ def run_merge_task(task: MergeTask, listing: list[FileEntry] | None = None) -> M
         UnsupportedFeatureError: partial-update blocks, or a table without meta fields.
         PendingTableServiceError: a compacted log holds blocks of a write that is still pending.
         CompactionExecutionError: the local disk under the spill folder failed (full, not writable); names it.
-        StorageError: the local disk failed while the new base file was written (names it; no partial file stays).
+        StorageError: the local disk failed while the new base file was written (names it; no partial file stays),
+            or another OSError from what the task handles beside the storage layer's own calls, such as a read from
+            an open input stream (names the compaction, the file group and the table).
     """
+    try:
+        return _run_merge_task(task, listing)
+    except OSError as exc:  # what bypasses TableStorage's own calls: they raise StorageErrors
+        raise StorageError(
+            f"compaction {task.instant} of {task.table_uri}: file group {task.file_id} in {task.partition_path!r}: "
+            f"cannot read or write its files: {exc}"
+        ) from exc
+
+
+def _run_merge_task(task: MergeTask, listing: list[FileEntry] | None) -> MergeResult:
     started = time.monotonic()
     storage = TableStorage.from_uri(task.table_uri, task.spec.storage_options)
     op = task.operation

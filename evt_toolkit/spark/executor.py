@@ -46,7 +46,7 @@ from evt_toolkit.write.task import (
     require_ordering_values,
     write_file_group,
 )
-from evt_toolkit.write.writer import Executor, write
+from evt_toolkit.write.writer import Executor, spark_job_failed, write
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -334,8 +334,9 @@ def write_dataframe(
             sample = representatives.toArrow()
         except Exception as exc:  # the rows are keyed inside Spark tasks: their refusal comes back as Spark's error
             refusal = _batch_refusal(str(exc), table.storage.uri)
-            if refusal is None:
-                raise
+            if refusal is None:  # the job failed otherwise, or was cancelled: the table is untouched
+                job = f"{table.storage.uri}: the Spark job keying and checking the batch"
+                raise WriteError(spark_job_failed(job, exc)) from exc
             raise refusal from exc
         if sample.num_rows == 0:
             return write(table, sample.drop_columns(list(_HELPER_COLUMNS)), operation, executor=spark_executor(spark))

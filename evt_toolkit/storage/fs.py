@@ -21,7 +21,7 @@ import posixpath
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, BinaryIO, TypeVar, cast
@@ -29,6 +29,7 @@ from typing import Any, BinaryIO, TypeVar, cast
 import pyarrow.fs as pafs
 
 from evt_toolkit.errors import ObjectExistsError, ObjectNotFoundError, StorageError, UnsupportedFeatureError
+from evt_toolkit.storage.calls import StartedCalls
 from evt_toolkit.storage.local import ArrowBackend
 from evt_toolkit.storage.options import StorageOptions, split_legacy_query, split_uri
 from evt_toolkit.storage.ranged import RANGE_BLOCK, Buffer, RangedReader
@@ -253,7 +254,8 @@ class TableStorage:
     def parallel(self, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
         """``[fn(x) for x in items]`` with at most :attr:`max_concurrency` running at once, in input order.
 
-        The first exception is raised after every started call finished.
+        The first exception is raised after every started call finished; so is a Ctrl-C that lands meanwhile
+        (:class:`~evt_toolkit.storage.calls.StartedCalls`: no call still writes once this raised).
         """
         work = list(items)
         if len(work) <= 1:
@@ -262,15 +264,24 @@ class TableStorage:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(self.max_concurrency, thread_name_prefix="evt-storage")
             pool = self._pool
-        futures = [pool.submit(fn, x) for x in work]
+        # Ctrl-C while submitting or waiting must not leave calls running (writing, deleting) after this raised.
+        calls = StartedCalls()
+        run = calls.wrap(fn)
+        futures: list[Future[R]] = []
         results: list[R] = []
         first: BaseException | None = None
-        for fut in futures:
-            try:
-                results.append(fut.result())
-            except BaseException as exc:
-                if first is None:
-                    first = exc
+        try:
+            for x in work:
+                futures.append(pool.submit(run, x))
+            for fut in futures:
+                try:
+                    results.append(fut.result())
+                except Exception as exc:
+                    if first is None:
+                        first = exc
+        except BaseException:
+            calls.settle()
+            raise
         if first is not None:
             raise first
         return results

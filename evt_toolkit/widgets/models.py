@@ -1310,13 +1310,21 @@ _FILE_KINDS: tuple[tuple[str, Callable[[str], bool]], ...] = (
 )
 
 
+def _stopped(exc: BaseException, what: str, then: str) -> str:
+    """The runner's line for an action that an interrupt or an error outside the ``EvtError`` hierarchy stopped."""
+    why = "interrupted" if isinstance(exc, KeyboardInterrupt) else f"{type(exc).__name__}: {exc}"
+    return f"{what} did not complete ({why}); {then}"
+
+
 class CompactionRunnerModel:
     """Schedule → run → validate a compaction, as a small state machine: ``idle → scheduled → running → done``
     (or ``failed``); ``unschedule`` returns a scheduled plan to ``idle``.
 
     Actions never raise :class:`~evt_toolkit.errors.EvtError`: they record it in :attr:`last_error` and return
     ``None``, so a notebook widget can show it plainly. An action that does not fit the state (run before schedule)
-    is refused before the table is touched.
+    is refused before the table is touched. An interrupt (Ctrl-C, the notebook's *interrupt kernel*) or another
+    exception is recorded too and then raised; an interrupted run ends ``failed``, like a run that failed, so that its
+    plan can be unscheduled.
 
     Args:
         table: the table.
@@ -1406,8 +1414,8 @@ class CompactionRunnerModel:
         for fn in list(self.listeners):
             fn(self)
 
-    def _fail(self, exc: BaseException, state: str | None = None) -> None:
-        self.last_error = f"{type(exc).__name__}: {exc}"
+    def _fail(self, exc: BaseException | str, state: str | None = None) -> None:
+        self.last_error = exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"
         if state is not None:
             self.state = state
         self._notify()
@@ -1451,6 +1459,9 @@ class CompactionRunnerModel:
         except EvtError as exc:
             self._fail(exc, "idle")
             return None
+        except BaseException as exc:
+            self._fail(_stopped(exc, "the schedule", "a plan it wrote is among the table's pending compactions"))
+            raise
         if c is None:
             self.state = "idle"
             self.message = f"nothing to compact with {strategy!r}: no plan written"
@@ -1490,6 +1501,13 @@ class CompactionRunnerModel:
         except EvtError as exc:
             self._fail(exc, "failed")
             return None
+        except BaseException as exc:
+            # Interrupted (Ctrl-C, the notebook's interrupt) or failing otherwise: the plan stays pending, as after a
+            # failed run — unschedule it, or schedule again — and the interrupt goes on to the caller.
+            self._fail(
+                _stopped(exc, f"the run of compaction {c.instant}", "unschedule it, or schedule again"), "failed"
+            )
+            raise
         self.state = "done"
         r = self.result
         self.message = (
@@ -1529,6 +1547,9 @@ class CompactionRunnerModel:
         except EvtError as exc:
             self._fail(exc)
             return None
+        except BaseException as exc:
+            self._fail(_stopped(exc, f"the unschedule of {self.scheduled.instant}", "unschedule it again"))
+            raise
         self.unschedule_report = report
         if report.refused_reason:
             self.last_error = f"unschedule refused: {report.refused_reason}"

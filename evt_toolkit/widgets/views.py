@@ -815,9 +815,11 @@ class CompactionRunner(_WidgetBase):
                 self._render()
                 return
         self.model.set_links(self.link_mode.value, self.link_timing.value)
-        self.model.schedule()
-        self.progress.value = 0
-        self._render()
+        try:
+            self.model.schedule()
+        finally:
+            self.progress.value = 0
+            self._render()
 
     def run(self) -> None:
         """Run the scheduled compaction, feeding the progress bar."""
@@ -828,10 +830,11 @@ class CompactionRunner(_WidgetBase):
         try:
             self.model.run(progress=self._on_progress)
         finally:
+            # Interrupted too: the buttons show what the model's state allows (unschedule a failed run).
             self._set_busy(False)
-        if self.model.state == "done":
-            self.progress.value = self.progress.max
-        self._render()
+            if self.model.state == "done":
+                self.progress.value = self.progress.max
+            self._render()
 
     def validate(self) -> None:
         """Validate the scheduled or completed compaction."""
@@ -840,8 +843,10 @@ class CompactionRunner(_WidgetBase):
 
     def unschedule(self) -> None:
         """Unschedule (a dry run while the box is ticked)."""
-        self.model.unschedule(dry_run=bool(self.dry_run.value))
-        self._render()
+        try:
+            self.model.unschedule(dry_run=bool(self.dry_run.value))
+        finally:
+            self._render()
 
     # -- rendering ----------------------------------------------------------------------------------------------------
     def _on_progress(self, event: ProgressEvent) -> None:

@@ -80,7 +80,7 @@ if TYPE_CHECKING:
     from evt_toolkit.storage.fs import TableStorage
     from evt_toolkit.table.table import Table
 
-__all__ = ["Executor", "TaskInput", "local_executor", "write"]
+__all__ = ["Executor", "TaskInput", "local_executor", "spark_job_failed", "write"]
 
 TaskInput = tuple[FileGroupWrite, pa.Table, pa.Table]
 #: ``executor(spec, tasks) -> stats per task``: runs :func:`write_file_group` for every task (e.g. as a Spark job).
@@ -167,13 +167,27 @@ def _as_arrow(data: Any) -> pa.Table:
         return pa.Table.from_batches([data])
     module = type(data).__module__
     if module.startswith("pyspark"):
-        to_arrow = getattr(data, "toArrow", None)
-        if to_arrow is not None:
-            return cast(pa.Table, to_arrow())
-        return pa.Table.from_pandas(data.toPandas(), preserve_index=False)
+        try:
+            to_arrow = getattr(data, "toArrow", None)
+            if to_arrow is not None:
+                return cast(pa.Table, to_arrow())
+            return pa.Table.from_pandas(data.toPandas(), preserve_index=False)
+        except (ValueError, TypeError, pa.ArrowException):
+            raise
+        except Exception as exc:  # Py4JJavaError, PySparkException: the job computing the rows failed or was cancelled
+            raise WriteError(spark_job_failed("the Spark job computing the batch", exc)) from exc
     if module.startswith("pandas"):
         return pa.Table.from_pandas(data, preserve_index=False)
     raise WriteError(f"cannot write a {type(data).__name__}; pass a pyarrow Table, a pandas or a Spark DataFrame")
+
+
+def spark_job_failed(what: str, exc: BaseException) -> str:
+    """``<what> failed or was cancelled; nothing was written: <Spark's reason>`` (the line of Spark's error that
+    says why, not its stack trace)."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    reason = next((ln for ln in lines if "cancel" in ln.lower()), None)
+    reason = reason or next((ln for ln in lines if "Exception:" in ln or "Error:" in ln), lines[0] if lines else "")
+    return f"{what} failed or was cancelled; nothing was written: {reason[:400]}"
 
 
 def _check_writable(table: Table, options: Mapping[str, str]) -> WriteIndex:
