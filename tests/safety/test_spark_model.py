@@ -41,8 +41,8 @@ from evt_toolkit.table.timeline import COMPACTION
 from evt_toolkit.write.plan import FileGroupWrite, WriteJobSpec
 from evt_toolkit.write.task import FileWritten, write_file_group
 from tests.safety.test_history_model import History
-from tests.safety.test_model import COLS, Lifecycle, _rs, _same
-from tests.services import incremental_unsettled, time_travel_unsettled
+from tests.safety.test_model import Lifecycle, window_as_hudi_rs
+from tests.services import incremental_unsettled
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -225,27 +225,7 @@ def _latest_window(m: SparkLifecycle) -> None:
     assert set(ours["_hoodie_commit_time"].to_pylist()) <= admitted
     if m.t.timeline.pending_compactions():
         return
-    rs = _rs(m.t.path, incremental=(begin, end))
-    if m.merge_mode != "event_time":
-        _same(ours, rs, f"incremental ({begin}, {end}] vs hudi-rs")
-        return
-    # Every row we return hudi-rs returns; a row only hudi-rs returns lost to a greater ordering value of its key in
-    # the table as of the window's end (a late record merged without the rows outside the window).
-    try:
-        state = m.t.read(as_of=end)
-    except ReadError as exc:
-        assert "earliest instant still readable" in str(exc) or time_travel_unsettled(m.t, end, exc), exc
-        return
-    as_of_end = {r["id"]: r["ts"] for r in state.select(["id", "ts"]).to_pylist()}
-    ours_rows = {tuple(r[c] for c in COLS) for r in ours.select(COLS).to_pylist()}
-    rs_rows = {tuple(r[c] for c in COLS) for r in rs.select(COLS).to_pylist()} if rs.num_rows else set()
-    assert ours_rows <= rs_rows, f"incremental ({begin}, {end}]: rows hudi-rs does not return {ours_rows - rs_rows}"
-    for row in rs_rows - ours_rows:
-        rid, ts = row[COLS.index("id")], row[COLS.index("ts")]
-        assert rid not in {r[0] for r in ours_rows}, f"incremental ({begin}, {end}]: {row} vs ours"
-        assert as_of_end.get(rid) is not None and as_of_end[rid] > ts, (
-            f"incremental ({begin}, {end}]: hudi-rs returns {row}, we return nothing for its key"
-        )
+    window_as_hudi_rs(m, ours, begin, end)
 
 
 def _items(rng: random.Random, n: int) -> list[tuple[int, int, bool]]:
