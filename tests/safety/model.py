@@ -125,7 +125,13 @@ class Model:
         return {k: row for g in self.groups.values() for k, r in g.base.items() if (row := _row(r)) is not None}
 
     # -- compaction ----------------------------------------------------------------------------------------------
-    def compact(self, group: str, n: int, ro_rows: dict[str, dict[str, Any] | None]) -> tuple[list[str], bool]:
+    def compact(
+        self,
+        group: str,
+        n: int,
+        ro_rows: dict[str, dict[str, Any] | None],
+        pending_keys: frozenset[str] = frozenset(),
+    ) -> tuple[list[str], bool]:
         """Apply a completed compaction of ``group``'s first ``n`` units.
 
         Returns:
@@ -136,6 +142,9 @@ class Model:
             group: the file group.
             n: the plan's number of compacted logs for it.
             ro_rows: the table's RO row (or ``None``) of every key of the group after the compaction.
+            pending_keys: keys of writes still inflight (failed, not rolled back) whose logs the compaction counts
+                as later ones: such a write may still complete before the compaction commits, so a commit-time
+                delete of such a key is carried as if a committed later log held it.
         """
         g = self.groups.setdefault(group, Group())
         if n > len(g.units):
@@ -158,7 +167,7 @@ class Model:
                 else:
                     g.base[k] = compacted
                 replaced = b is None or _row(compacted) != _row(b) or compacted is None
-                later = any(r.key == k for u in rest for r in u)
+                later = k in pending_keys or any(r.key == k for u in rest for r in u)
                 if self.event_time and ((m.tombstone and replaced) or (m.kind == "ct" and later)):
                     carry.append(m)  # a commit-time delete drops the deletes after it: a later one must meet it
             elif same_as_b:
