@@ -53,7 +53,7 @@ from evt_toolkit.table.guards import has_metadata_table, require_writable
 from evt_toolkit.table.schema import latest_avro_schema
 from evt_toolkit.table.timeline import COMMIT, COMPACTION, Timeline
 from evt_toolkit.write.fence import require_still_pending
-from evt_toolkit.write.index import BUCKET, WriteIndex, check_writable_1x, resolve_write_index
+from evt_toolkit.write.index import BUCKET, WriteIndex, check_record_layout, check_writable_1x, resolve_write_index
 from evt_toolkit.write.instants import new_instant_time
 from evt_toolkit.write.metadata_sync import added_files, sync_files_partition
 from evt_toolkit.write.plan import (
@@ -88,7 +88,6 @@ Executor = Callable[[WriteJobSpec, list[TaskInput]], list[list[FileWritten]]]
 
 DELTA_COMMIT = "deltacommit"
 #: Key generators whose keys and partition paths :mod:`evt_toolkit.write.task` reproduces.
-_SUPPORTED_KEY_GENERATORS = frozenset({"SimpleKeyGenerator", "ComplexKeyGenerator", "NonpartitionedKeyGenerator"})
 _MAX_LOG_FILE_SIZE_KEY = "hoodie.logfile.max.size"
 _MAX_DATA_BLOCK_SIZE_KEY = "hoodie.logfile.data.block.max.size"
 _INSERT_SPLIT_SIZE_KEY = "hoodie.copyonwrite.insert.split.size"
@@ -197,18 +196,12 @@ def _check_writable(table: Table, options: Mapping[str, str]) -> WriteIndex:
     where = table.storage.uri
     if cfg.timeline_layout >= 2:
         return check_writable_1x(table, options)
-    if not cfg.populate_meta_fields:
-        raise UnsupportedTableError(f"{where}: tables without meta fields (hoodie.populate.meta.fields=false)")
-    if not cfg.record_key_fields:
-        raise UnsupportedTableError(f"{where}: hoodie.table.recordkey.fields is not set")
+    check_record_layout(table)
     if "hoodie.bucket.index.num.buckets" not in cfg.properties:
         raise UnsupportedTableError(
             f"{where}: not a bucket-index table (hoodie.bucket.index.num.buckets missing); create it with "
             "HudiTable.create"
         )
-    keygen = (cfg.key_generator or "").rsplit(".", 1)[-1]
-    if keygen and keygen not in _SUPPORTED_KEY_GENERATORS:
-        raise UnsupportedTableError(f"{where}: key generator {cfg.key_generator} is not supported for writes")
     return resolve_write_index(
         cfg.properties, options, version=cfg.version, where=where, record_key_fields=cfg.record_key_fields
     )
