@@ -55,6 +55,7 @@ from evt_toolkit.table.timeline import COMMIT, COMPACTION, Timeline
 from evt_toolkit.write.fence import require_still_pending
 from evt_toolkit.write.index import BUCKET, WriteIndex, check_record_layout, check_writable_1x, resolve_write_index
 from evt_toolkit.write.instants import new_instant_time
+from evt_toolkit.write.key_encoding import single_key_field_prefixed
 from evt_toolkit.write.metadata_sync import added_files, sync_files_partition
 from evt_toolkit.write.plan import (
     DEFAULT_MAX_DATA_BLOCK_SIZE,
@@ -676,6 +677,8 @@ def write(
         first_delete = op == "delete" and latest_avro_schema(cfg, timeline) is None
         schema_text = "" if first_delete else avro_schema_json(writer_schema)
         bloom = bloom_config_from_properties({**props, **opts}, table.storage.uri)
+        # The encoding of a single-field complex key is the one the table's records carry (key_encoding).
+        field_prefixed = single_key_field_prefixed(table)
     storage = table.storage
     for attempt in range(1, _INSTANT_ATTEMPTS + 1):
         with _naming(table.storage.uri):
@@ -695,6 +698,7 @@ def write(
                 max_log_file_size=_int_option(opts, props, _MAX_LOG_FILE_SIZE_KEY, DEFAULT_MAX_LOG_FILE_SIZE),
                 table_name=cfg.name,
                 hive_style_partitioning=cfg.hive_style_partitioning,
+                field_prefixed_keys=field_prefixed,
                 max_data_block_size=_int_option(opts, props, _MAX_DATA_BLOCK_SIZE_KEY, DEFAULT_MAX_DATA_BLOCK_SIZE),
                 table_version=cfg.version,
                 bloom=bloom,

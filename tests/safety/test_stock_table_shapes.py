@@ -13,11 +13,13 @@ unchanged):
   ``ComplexAvroKeyGenerator`` stores ``id:1`` (``KeyGenUtils.encodeSingleKeyFieldNameForComplexKeyGen``: always on
   version 9, by default before), so a writer storing ``1`` makes a second live record beside every key a stock writer
   wrote, and its own index never finds theirs. A table whose stored keys are bare values (written that way before)
-  keeps being written so.
+  keeps being written so. The Spark DataFrame write keys its rows the same way (``EVT_STOCK_SHAPES_SPARK=1``, about
+  30 s of Spark).
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pyarrow as pa
@@ -110,3 +112,16 @@ def test_bare_single_field_complex_keys_stay_bare(tmp_path: Path, version: int) 
     t.write(_day_rows([1, 3], 6))
     assert _keys(t) == ["1", "2", "3"], "an update of a bare key made a second record"
     assert t.read().num_rows == 3
+
+
+@pytest.mark.skipif(
+    not os.environ.get("EVT_STOCK_SHAPES_SPARK"), reason="about 30 s of Spark: set EVT_STOCK_SHAPES_SPARK=1"
+)
+def test_single_field_complex_keys_from_a_spark_dataframe(tmp_path: Path, spark) -> None:  # type: ignore[no-untyped-def]
+    """The Spark DataFrame write keys its rows on Spark with the same encoding."""
+    path = tmp_path / "t"
+    t = evt.HudiTable.create(path, "t", "id", partition_by=["region", "day"], ordering_field="ts", table_version=9)
+    t.write(spark.createDataFrame(_day_rows([1, 2], 5).to_pandas()), spark=spark)
+    assert _keys(t) == ["id:1", "id:2"]
+    t.write(_day_rows([1], 6))
+    assert _keys(t) == ["id:1", "id:2"], "an update made a second record"
