@@ -5,7 +5,9 @@ table version 9 always, before it unless ``hoodie.write.complex.keygen.new.encod
 value, HUDI-7001). A writer must store the encoding the table's records already carry, or an upsert of a key makes a
 second record beside the stored one (the keys differ as strings). As Hudi's
 ``KeyGenUtils.deduceComplexKeyGenEncodingFromData`` does, the encoding is read off a stored record key: a latest
-base file's, else a log data block's; a table without one takes Hudi's canonical ``field:value``.
+base file's, else a log data block's; a table without one takes Hudi's canonical ``field:value``. An encoding the
+table records (``hoodie.table.complex.keygen.encoding`` or ``hoodie.table.complex.keygenerator.encoding``,
+``FIELD_PREFIXED`` or ``VALUE_ONLY``, as newer Hudi writers record it) wins, as it does for them.
 
 Example:
     >>> single_key_field_prefixed(t)  # doctest: +SKIP
@@ -31,6 +33,8 @@ if TYPE_CHECKING:
 __all__ = ["is_single_field_complex_key", "single_key_field_prefixed"]
 
 _KEY = "_hoodie_record_key"
+#: Where newer Hudi writers record the encoding (``ComplexKeyGenEncoding``), under either name.
+ENCODING_KEYS = ("hoodie.table.complex.keygen.encoding", "hoodie.table.complex.keygenerator.encoding")
 _COMPLEX = ("COMPLEX", "COMPLEXKEYGENERATOR", "COMPLEXAVROKEYGENERATOR")
 
 
@@ -85,10 +89,15 @@ def single_key_field_prefixed(table: Table) -> bool:
     """Whether the writer stores this table's record keys as ``field:value`` although they have one field.
 
     ``False`` for every table but one keyed by a single field through the complex key generator; for that one, the
-    encoding of a stored key (``field:value`` or the bare value), or ``field:value`` when the table stores none.
+    encoding the table records, else that of a stored key (``field:value`` or the bare value), else
+    ``field:value``.
     """
     cfg = table.config
     if not is_single_field_complex_key(cfg):
         return False
+    for key in ENCODING_KEYS:
+        recorded = (cfg.properties.get(key) or "").strip().upper()
+        if recorded in ("FIELD_PREFIXED", "VALUE_ONLY"):
+            return recorded == "FIELD_PREFIXED"
     stored = _stored_key(table)
     return stored is None or stored.startswith(cfg.record_key_fields[0] + ":")

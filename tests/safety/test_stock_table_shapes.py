@@ -13,8 +13,8 @@ unchanged):
   ``ComplexAvroKeyGenerator`` stores ``id:1`` (``KeyGenUtils.encodeSingleKeyFieldNameForComplexKeyGen``: always on
   version 9, by default before), so a writer storing ``1`` makes a second live record beside every key a stock writer
   wrote, and its own index never finds theirs. A table whose stored keys are bare values (written that way before)
-  keeps being written so. The Spark DataFrame write keys its rows the same way (``EVT_STOCK_SHAPES_SPARK=1``, about
-  30 s of Spark).
+  keeps being written so, and an encoding the table records (newer Hudi writers do) wins. The Spark DataFrame
+  write keys its rows the same way (``EVT_STOCK_SHAPES_SPARK=1``, about 30 s of Spark).
 """
 
 from __future__ import annotations
@@ -112,6 +112,17 @@ def test_bare_single_field_complex_keys_stay_bare(tmp_path: Path, version: int) 
     t.write(_day_rows([1, 3], 6))
     assert _keys(t) == ["1", "2", "3"], "an update of a bare key made a second record"
     assert t.read().num_rows == 3
+
+
+@pytest.mark.parametrize(("encoding", "want"), [("VALUE_ONLY", ["1", "2"]), ("FIELD_PREFIXED", ["id:1", "id:2"])])
+def test_a_recorded_single_field_complex_key_encoding_wins(tmp_path: Path, encoding: str, want: list[str]) -> None:
+    path = tmp_path / "t"
+    evt.HudiTable.create(path, "t", "id", partition_by=["region", "day"], ordering_field="ts", table_version=9)
+    _set_properties(path, **{"hoodie.table.complex.keygen.encoding": encoding})
+    t = evt.HudiTable.open(path)
+    t.write(_day_rows([1, 2], 5))
+    t.write(_day_rows([1], 6))
+    assert _keys(t) == want
 
 
 @pytest.mark.skipif(
