@@ -14,7 +14,7 @@ unchanged):
   version 9, by default before), so a writer storing ``1`` makes a second live record beside every key a stock writer
   wrote, and its own index never finds theirs. A table whose stored keys are bare values (written that way before)
   keeps being written so, and an encoding the table records (newer Hudi writers do) wins. The Spark DataFrame
-  write keys its rows the same way (``EVT_STOCK_SHAPES_SPARK=1``, about 30 s of Spark).
+  write keys its rows the same way (``EVT_STOCK_SHAPES_SPARK=1``, about a minute of Spark).
 """
 
 from __future__ import annotations
@@ -126,7 +126,7 @@ def test_a_recorded_single_field_complex_key_encoding_wins(tmp_path: Path, encod
 
 
 @pytest.mark.skipif(
-    not os.environ.get("EVT_STOCK_SHAPES_SPARK"), reason="about 30 s of Spark: set EVT_STOCK_SHAPES_SPARK=1"
+    not os.environ.get("EVT_STOCK_SHAPES_SPARK"), reason="about a minute of Spark: set EVT_STOCK_SHAPES_SPARK=1"
 )
 def test_single_field_complex_keys_from_a_spark_dataframe(tmp_path: Path, spark) -> None:  # type: ignore[no-untyped-def]
     """The Spark DataFrame write keys its rows on Spark with the same encoding."""
