@@ -37,6 +37,7 @@ from evt_toolkit.format.log_writer import arrow_to_avro_schema, check_ordering_v
 from evt_toolkit.table.schema import latest_avro_schema
 from evt_toolkit.write.bucket import bucket_ids
 from evt_toolkit.write.index import BUCKET, resolve_write_index
+from evt_toolkit.write.key_encoding import single_key_field_prefixed
 from evt_toolkit.write.plan import FileGroupWrite, WriteJobSpec
 from evt_toolkit.write.task import (
     FileWritten,
@@ -162,6 +163,7 @@ def _key_columns_fn(
     num_buckets: int,
     key_extraction: str = "0.x",
     checks: _RowChecks | None = None,
+    field_prefixed: bool = False,
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     def add(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
@@ -171,7 +173,7 @@ def _key_columns_fn(
                 require_ordering_values(column, checks.ordering_field, checks.operation, checks.table_uri)
             if checks is not None:
                 checks.check_values(t)
-            keys = record_keys(t, record_key_fields)
+            keys = record_keys(t, record_key_fields, field_prefixed)
             parts = partition_paths(t, partition_fields, hive_style)
             buckets = pa.array(bucket_ids(keys, hash_fields, num_buckets, key_extraction=key_extraction), pa.int32())
             out = t.append_column(KEY_COLUMN, keys).append_column(PARTITION_COLUMN, parts)
@@ -217,6 +219,7 @@ def prepare_on_spark(
         num_buckets,
         "1.x" if cfg.version >= 8 else "0.x",
         _RowChecks(table.path, operation, cfg.ordering_field, _table_schema_json(table)),
+        single_key_field_prefixed(table),
     )
     keyed = df.withColumn(_SEQ_COLUMN, F.monotonically_increasing_id())
     schema = StructType(

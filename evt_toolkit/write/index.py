@@ -40,6 +40,7 @@ __all__ = [
     "INDEX_TYPE_KEY",
     "SIMPLE",
     "WriteIndex",
+    "check_record_layout",
     "check_writable_1x",
     "resolve_write_index",
 ]
@@ -154,16 +155,17 @@ SUPPORTED_KEY_GENERATORS = frozenset(
 )
 
 
-def check_writable_1x(table: Table, options: Mapping[str, str]) -> WriteIndex:
-    """Refuse a version-8/9 table this writer cannot keep consistent; else the index to write it with.
+def check_record_layout(table: Table) -> None:
+    """Refuse a table (any version) whose records this writer would not key or place as stock Hudi writers do.
 
-    Checked before the instant is allocated, so a refused write changes nothing (after
-    :func:`~evt_toolkit.table.guards.require_writable` has refused other table types and metadata tables): meta
-    fields, record key, key generator, Parquet base files, a declared index this writer keeps consistent (and, for
-    SIMPLE, no log-only file group).
+    Meta fields, record key, key generator, Parquet base files and raw partition values: a table with
+    ``hoodie.datasource.write.partitionpath.urlencode=true`` has its partition values escaped by Hudi's writers
+    (``x:y`` → ``x%3Ay``), so a record written under the raw value would sit in another folder than its key.
+    Shared by the version-6 and the version-8/9 paths, so that no setting is checked on one and forgotten on the
+    other.
 
     Raises:
-        UnsupportedTableError: naming the table and the reason.
+        UnsupportedTableError: naming the table and the setting.
     """
     cfg = table.config
     where = table.storage.uri
@@ -177,7 +179,26 @@ def check_writable_1x(table: Table, options: Mapping[str, str]) -> WriteIndex:
     if cfg.base_file_format != "PARQUET":
         raise UnsupportedTableError(f"{where}: base file format {cfg.base_file_format} is not written (Parquet only)")
     if cfg.url_encode_partitions:
-        raise UnsupportedTableError(f"{where}: URL-encoded partition paths are not written")
+        raise UnsupportedTableError(
+            f"{where}: URL-encoded partition paths (hoodie.datasource.write.partitionpath.urlencode=true) are not "
+            "written"
+        )
+
+
+def check_writable_1x(table: Table, options: Mapping[str, str]) -> WriteIndex:
+    """Refuse a version-8/9 table this writer cannot keep consistent; else the index to write it with.
+
+    Checked before the instant is allocated, so a refused write changes nothing (after
+    :func:`~evt_toolkit.table.guards.require_writable` has refused other table types and metadata tables): the
+    record layout (:func:`check_record_layout`), a declared index this writer keeps consistent (and, for SIMPLE, no
+    log-only file group).
+
+    Raises:
+        UnsupportedTableError: naming the table and the reason.
+    """
+    cfg = table.config
+    where = table.storage.uri
+    check_record_layout(table)
     index = resolve_write_index(
         cfg.properties, options, version=cfg.version, where=where, record_key_fields=cfg.record_key_fields
     )

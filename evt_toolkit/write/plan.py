@@ -68,6 +68,8 @@ class WriteJobSpec:
         max_log_file_size: ``hoodie.logfile.max.size``: roll over to a new version once a file exceeds it.
         table_name: ``hoodie.table.name``.
         hive_style_partitioning: partition folders are ``field=value``.
+        field_prefixed_keys: a single-field key is stored ``field:value`` (the complex key generator's encoding,
+            :mod:`evt_toolkit.write.key_encoding`).
         max_data_block_size: ``hoodie.logfile.data.block.max.size``: records are split into blocks of about this size.
         storage_options: how tasks reach the table's storage (credentials are redacted in the repr).
         table_version: ``hoodie.table.version`` (6, 8 or 9): how log files, markers and delta stats are named
@@ -89,6 +91,7 @@ class WriteJobSpec:
     max_log_file_size: int
     table_name: str
     hive_style_partitioning: bool = True
+    field_prefixed_keys: bool = False
     max_data_block_size: int = DEFAULT_MAX_DATA_BLOCK_SIZE
     storage_options: StorageOptions | None = None
     table_version: int = 6

@@ -109,12 +109,13 @@ def _as_strings(column: pa.Array | pa.ChunkedArray, field: str, what: str) -> pa
     return pc.cast(arr, pa.string())
 
 
-def record_keys(table: pa.Table, fields: Sequence[str]) -> pa.Array:
+def record_keys(table: pa.Table, fields: Sequence[str], field_prefixed: bool = False) -> pa.Array:
     """``_hoodie_record_key`` of every row, as Hudi's Avro key generators build it.
 
-    One field (``SimpleAvroKeyGenerator``): the value itself, which may be neither null nor empty. Several fields
-    (``ComplexAvroKeyGenerator``): ``f1:v1,f2:v2`` with ``__null__`` / ``__empty__`` placeholders, refused only when
-    every field is null or empty (``KeyGenUtils.getRecordKey``).
+    One field (``SimpleAvroKeyGenerator``, or the complex one storing bare values): the value itself, which may be
+    neither null nor empty. Several fields, or one with ``field_prefixed`` (``ComplexAvroKeyGenerator``,
+    :mod:`evt_toolkit.write.key_encoding`): ``f1:v1,f2:v2`` with ``__null__`` / ``__empty__`` placeholders, refused
+    only when every field is null or empty (``KeyGenUtils.getRecordKey``).
 
     Raises:
         WriteError: a key is null or empty (naming the field and the count).
@@ -127,7 +128,7 @@ def record_keys(table: pa.Table, fields: Sequence[str]) -> pa.Array:
     for f in fields:
         if f not in table.column_names:
             raise SchemaMismatchError(f"record key field {f!r} is missing from the data")
-    if len(fields) == 1:
+    if len(fields) == 1 and not field_prefixed:
         keys = _as_strings(table[fields[0]], fields[0], "record key")
         bad = pc.sum(pc.fill_null(pc.equal(pc.binary_length(keys), 0), True).cast(pa.int64())).as_py() or 0
         if bad:
@@ -359,7 +360,7 @@ def prepare_batch(
     validate_batch(spec, data.schema)
     if data.num_rows:
         data = data.combine_chunks()
-    keys = record_keys(data, spec.record_key_fields)
+    keys = record_keys(data, spec.record_key_fields, spec.field_prefixed_keys)
     partitions = partition_paths(data, spec.partition_fields, spec.hive_style_partitioning)
     has_ordering = bool(spec.ordering_field) and spec.ordering_field in data.column_names
     ordering = data[spec.ordering_field].combine_chunks() if has_ordering and spec.ordering_field else None

@@ -53,8 +53,9 @@ from evt_toolkit.table.guards import has_metadata_table, require_writable
 from evt_toolkit.table.schema import latest_avro_schema
 from evt_toolkit.table.timeline import COMMIT, COMPACTION, Timeline
 from evt_toolkit.write.fence import require_still_pending
-from evt_toolkit.write.index import BUCKET, WriteIndex, check_writable_1x, resolve_write_index
+from evt_toolkit.write.index import BUCKET, WriteIndex, check_record_layout, check_writable_1x, resolve_write_index
 from evt_toolkit.write.instants import new_instant_time
+from evt_toolkit.write.key_encoding import single_key_field_prefixed
 from evt_toolkit.write.metadata_sync import added_files, sync_files_partition
 from evt_toolkit.write.plan import (
     DEFAULT_MAX_DATA_BLOCK_SIZE,
@@ -88,7 +89,6 @@ Executor = Callable[[WriteJobSpec, list[TaskInput]], list[list[FileWritten]]]
 
 DELTA_COMMIT = "deltacommit"
 #: Key generators whose keys and partition paths :mod:`evt_toolkit.write.task` reproduces.
-_SUPPORTED_KEY_GENERATORS = frozenset({"SimpleKeyGenerator", "ComplexKeyGenerator", "NonpartitionedKeyGenerator"})
 _MAX_LOG_FILE_SIZE_KEY = "hoodie.logfile.max.size"
 _MAX_DATA_BLOCK_SIZE_KEY = "hoodie.logfile.data.block.max.size"
 _INSERT_SPLIT_SIZE_KEY = "hoodie.copyonwrite.insert.split.size"
@@ -197,18 +197,12 @@ def _check_writable(table: Table, options: Mapping[str, str]) -> WriteIndex:
     where = table.storage.uri
     if cfg.timeline_layout >= 2:
         return check_writable_1x(table, options)
-    if not cfg.populate_meta_fields:
-        raise UnsupportedTableError(f"{where}: tables without meta fields (hoodie.populate.meta.fields=false)")
-    if not cfg.record_key_fields:
-        raise UnsupportedTableError(f"{where}: hoodie.table.recordkey.fields is not set")
+    check_record_layout(table)
     if "hoodie.bucket.index.num.buckets" not in cfg.properties:
         raise UnsupportedTableError(
             f"{where}: not a bucket-index table (hoodie.bucket.index.num.buckets missing); create it with "
             "HudiTable.create"
         )
-    keygen = (cfg.key_generator or "").rsplit(".", 1)[-1]
-    if keygen and keygen not in _SUPPORTED_KEY_GENERATORS:
-        raise UnsupportedTableError(f"{where}: key generator {cfg.key_generator} is not supported for writes")
     return resolve_write_index(
         cfg.properties, options, version=cfg.version, where=where, record_key_fields=cfg.record_key_fields
     )
@@ -683,6 +677,8 @@ def write(
         first_delete = op == "delete" and latest_avro_schema(cfg, timeline) is None
         schema_text = "" if first_delete else avro_schema_json(writer_schema)
         bloom = bloom_config_from_properties({**props, **opts}, table.storage.uri)
+        # The encoding of a single-field complex key is the one the table's records carry (key_encoding).
+        field_prefixed = single_key_field_prefixed(table)
     storage = table.storage
     for attempt in range(1, _INSTANT_ATTEMPTS + 1):
         with _naming(table.storage.uri):
@@ -702,6 +698,7 @@ def write(
                 max_log_file_size=_int_option(opts, props, _MAX_LOG_FILE_SIZE_KEY, DEFAULT_MAX_LOG_FILE_SIZE),
                 table_name=cfg.name,
                 hive_style_partitioning=cfg.hive_style_partitioning,
+                field_prefixed_keys=field_prefixed,
                 max_data_block_size=_int_option(opts, props, _MAX_DATA_BLOCK_SIZE_KEY, DEFAULT_MAX_DATA_BLOCK_SIZE),
                 table_version=cfg.version,
                 bloom=bloom,
