@@ -292,3 +292,33 @@ def test_slice_set_of_a_real_table_equals_its_slice_infos(name: str) -> None:
     columnar = slice_set(table)
     assert list(columnar) == records
     assert columnar.log_files.equals(SliceSet.from_infos(records).log_files)
+
+
+def test_a_misspelt_event_time_field_is_refused_naming_it(tmp_path: Any) -> None:
+    """A field the table does not have would give every log an unknown min event time: the preview would show
+    nothing to compact without saying why. Preview, schedule and ``evt preview`` refuse it, naming the field and the
+    table; the table is left as it was."""
+    import subprocess
+    import sys
+
+    import pyarrow as pa
+
+    import evt_toolkit as evt
+    from evt_toolkit.errors import EventTimeError
+
+    t = evt.HudiTable.create(tmp_path / "t", "t", "id", ordering_field="ts", event_time_field="ev", buckets=1)
+    t.write(pa.table({"id": [1, 2], "ts": [1, 1], "ev": [1_700_000_000_000, 1_700_000_001_000]}))
+    t.write(pa.table({"id": [1], "ts": [2], "ev": [1_700_000_002_000]}))
+    before = sorted((p.relative_to(tmp_path), p.stat().st_size) for p in tmp_path.rglob("*"))
+    typo = EventTimeBasedCompactionStrategy(threshold=1_700_000_001_500, event_time_field="evt")
+    with pytest.raises(EventTimeError, match=r"'evt' is not a column of .*t \(its columns: id, ts, ev\)"):
+        t.compaction.preview(typo)
+    with pytest.raises(EventTimeError, match="'evt'"):
+        t.compaction.schedule(typo)
+    assert sorted((p.relative_to(tmp_path), p.stat().st_size) for p in tmp_path.rglob("*")) == before
+    ok = EventTimeBasedCompactionStrategy(threshold=1_700_000_001_500, event_time_field="ev")
+    assert t.compaction.preview(ok).summary.logs_compacted == 1
+    cli = [sys.executable, "-m", "evt_toolkit.cli", "preview", str(tmp_path / "t"), "--threshold", "1700000001500"]
+    proc = subprocess.run([*cli, "--event-time-field", "evt"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and "'evt' is not a column" in proc.stderr, proc.stderr[-800:]
+    assert subprocess.run([*cli, "--event-time-field", "ev"], capture_output=True, timeout=120).returncode == 0
