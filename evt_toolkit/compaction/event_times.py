@@ -30,10 +30,11 @@ from typing import TYPE_CHECKING, Any, cast
 import pyarrow as pa
 
 from evt_toolkit.compaction.model import LOG_FILES_SCHEMA, SLICES_SCHEMA, LogFileInfo, SliceInfo, SliceSet
-from evt_toolkit.errors import EvtError
+from evt_toolkit.errors import EventTimeError, EvtError
 from evt_toolkit.format.logfile import BlockType, HeaderKey, LogBlock
 from evt_toolkit.read.slice_reader import spurious_attempts
 from evt_toolkit.table.inspect import Inspect
+from evt_toolkit.table.schema import latest_avro_schema
 from evt_toolkit.table.write_stats import LogWrite, delete_event_time_index, log_event_time_index, log_write_index
 
 if TYPE_CHECKING:
@@ -426,8 +427,22 @@ def _gather(table: Table, event_time_field: str | None, unit: EpochUnit | None, 
 def event_time_field_for(table: Table, strategy: object) -> str | None:
     """The event-time field a strategy works on: its own ``event_time_field``, else the table's
     (``hoodie.payload.event.time.field``). The preview and the schedule both read slices through it, so a schedule
-    plans exactly what the preview showed."""
-    return getattr(strategy, "event_time_field", None) or table.config.event_time_field
+    plans exactly what the preview showed.
+
+    Raises:
+        EventTimeError: the field is not a column of the table's latest schema (a misspelt field would leave every
+            log without a min event time, so the preview would show nothing to compact and say nothing of why).
+    """
+    field = getattr(strategy, "event_time_field", None) or table.config.event_time_field
+    if field:
+        schema = latest_avro_schema(table.config, table.timeline)
+        names = [str(f.get("name")) for f in (schema or {}).get("fields", []) if isinstance(f, dict)]
+        if names and field.split(".")[0] not in names:
+            raise EventTimeError(
+                f"event-time field {field!r} is not a column of {table.storage.uri} (its columns: "
+                f"{', '.join(n for n in names if not n.startswith('_hoodie_'))})"
+            )
+    return field
 
 
 def reporting_event_time_field(table: Table, given: str | None = None) -> tuple[str | None, str]:
