@@ -32,6 +32,7 @@ up to ``EVT_INTERRUPT_MDT_MAX`` (default 60) on the table with a metadata table 
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -282,6 +283,93 @@ def test_a_cancelled_spark_compaction_task_writes_nothing_after_the_run_raised(s
         done.set()
         canceller.join()
     assert quiet_after(case.path, 3.0) is None
+
+
+@pytest.mark.spark
+def test_a_cancelled_spark_compaction_run_raises_once_its_tasks_stopped(spark: Any, tmp_path: Path) -> None:
+    """``cancelAllJobs()`` while the run's tasks compute: Spark reports the job failed at once, while each task's
+    Python worker runs on until Spark kills it; the run raised while its tasks were still running. Each task here
+    notes outside the table every 0.1 s that it runs: nothing may be noted once the run raised."""
+    import threading
+
+    from evt_toolkit.errors import CompactionExecutionError
+    from tests.safety.interrupts import kept_alive
+
+    case = Case(str(tmp_path / "t"), 6, "run-full")
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    sc = spark.sparkContext
+    done = threading.Event()
+
+    def cancel_once_started() -> None:
+        while not done.wait(0.05):
+            if (notes / "started").exists():
+                sc.cancelAllJobs()
+                return
+
+    canceller = threading.Thread(target=cancel_once_started)
+    canceller.start()
+    try:
+        with pytest.raises(CompactionExecutionError):
+            case.table.compaction.run(case.target or "", spark=spark, fault_hook=kept_alive(str(notes), 4.0))
+    finally:
+        done.set()
+        canceller.join()
+    alive = {p.name: p.read_text() for p in notes.glob("alive-*")}
+    assert alive, "no task started"
+    time.sleep(2.5)
+    assert {p.name: p.read_text() for p in notes.glob("alive-*")} == alive, "a task ran on after the run raised"
+    assert quiet_after(case.path) is None
+
+
+@pytest.mark.spark
+def test_a_task_of_an_abandoned_spark_run_attempt_writes_nothing(spark: Any, tmp_path: Path) -> None:
+    """A task of a cancelled run that outlives the driver's wait (an executor the driver lost goes on running it):
+    the same task, with the run attempt it carried, run again after the run raised. It wrote its base file under
+    the plan's name while the plan was still inflight; it must refuse with a ``CompactionExecutionError`` naming the
+    compaction, and the table's files stay as they are — also once a new run of the plan completed."""
+    import pickle
+    import threading
+
+    from evt_toolkit.compaction.merge_task import run_merge_task
+    from evt_toolkit.errors import CompactionExecutionError
+    from tests.safety.interrupts import files, kept_alive, ours, theirs
+
+    case = Case(str(tmp_path / "t"), 6, "run-full")
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    sc = spark.sparkContext
+    done = threading.Event()
+
+    def cancel_once_started() -> None:
+        while not done.wait(0.05):
+            if (notes / "started").exists():
+                sc.cancelAllJobs()
+                return
+
+    canceller = threading.Thread(target=cancel_once_started)
+    canceller.start()
+    try:
+        with pytest.raises(CompactionExecutionError):
+            case.table.compaction.run(case.target or "", spark=spark, fault_hook=kept_alive(str(notes), 0.5))
+    finally:
+        done.set()
+        canceller.join()
+    late = [pickle.loads(p.read_bytes()) for p in sorted(notes.glob("task-*.pickle"))]
+    assert late and all(t.attempt for t in late), late
+    before = files(case.path)
+    for task in late:
+        with pytest.raises(CompactionExecutionError) as info:
+            run_merge_task(task)
+        assert case.target in str(info.value) and task.attempt in str(info.value), str(info.value)
+    assert files(case.path) == before, "a task of an abandoned run attempt wrote"
+    case.table.compaction.run(case.target or "")
+    after = files(case.path)
+    for task in late:
+        with pytest.raises(CompactionExecutionError):
+            run_merge_task(task)
+    assert files(case.path) == after
+    assert ours(case.path) == case.before == theirs(case.path)
 
 
 MDT_OPS = ("write", "run-copy", "run-symlink", "clean", "rollback-failed", "rollback-last", "unschedule", "repair")
