@@ -249,12 +249,6 @@ def test_a_compaction_run_whose_spark_job_is_cancelled(spark: object, tmp_path: 
 
 
 @pytest.mark.spark
-@pytest.mark.xfail(
-    strict=True,
-    reason="a compaction task on Spark whose job was cancelled runs on in its Python worker until "
-    "spark.python.task.killTimeout and writes its base file after the run raised, while the plan is still inflight "
-    "(its outputs are recorded: a rerun or a rollback once it stopped removes them)",
-)
 def test_a_cancelled_spark_compaction_task_writes_nothing_after_the_run_raised(spark: Any, tmp_path: Path) -> None:
     """``cancelAllJobs()`` right after the run's tasks started, each task a second away from writing: nothing may be
     written once the run raised (the user's next step may be a rollback)."""
