@@ -591,3 +591,16 @@ def kept_alive(folder: str, seconds: float) -> Callable[[MergeTask, str], None]:
             time.sleep(0.1)
 
     return hook
+
+
+def slow_write_task(marker: str, seconds: float) -> Callable[..., Any]:
+    """A write's file-group task (for :func:`evt_toolkit.spark.executor.spark_executor`) that creates ``marker``
+    (outside the table), takes ``seconds``, then writes its logs as :func:`write_file_group` does."""
+    from evt_toolkit.write.task import write_file_group
+
+    def task(*args: Any) -> Any:
+        Path(marker).touch()
+        time.sleep(seconds)
+        return write_file_group(*args)
+
+    return task

@@ -366,6 +366,44 @@ def test_a_task_of_an_abandoned_spark_run_attempt_writes_nothing(spark: Any, tmp
     assert ours(case.path) == case.before == theirs(case.path)
 
 
+@pytest.mark.spark
+def test_a_cancelled_spark_write_task_writes_nothing_after_the_write_raised(spark: Any, tmp_path: Path) -> None:
+    """``cancelAllJobs()`` once a write's file-group tasks started on Spark, each a second away from writing its
+    logs: the write raised at once while the tasks' Python workers went on and wrote their logs into the instant it
+    had just reported failed. Nothing may change once it raised; the rollback then leaves the table as before."""
+    import threading
+
+    from evt_toolkit.errors import WriteError
+    from evt_toolkit.spark.executor import spark_executor
+    from tests.safety.interrupts import batch, ours, slow_write_task, theirs
+
+    case = Case(str(tmp_path / "t"), 6, "write")
+    marker = tmp_path / "started"
+    sc = spark.sparkContext
+    done = threading.Event()
+
+    def cancel_once_started() -> None:
+        while not done.wait(0.05):
+            if marker.exists():
+                sc.cancelAllJobs()
+                return
+
+    canceller = threading.Thread(target=cancel_once_started)
+    canceller.start()
+    try:
+        with pytest.raises(WriteError) as info:
+            case.table.write(
+                batch(list(range(25, 40)), 5), executor=spark_executor(spark, slow_write_task(str(marker), 1.0))
+            )
+    finally:
+        done.set()
+        canceller.join()
+    assert case.path in str(info.value), str(info.value)
+    assert quiet_after(case.path, 3.0) is None
+    case.recover()
+    assert ours(case.path) == case.before == theirs(case.path)
+
+
 MDT_OPS = ("write", "run-copy", "run-symlink", "clean", "rollback-failed", "rollback-last", "unschedule", "repair")
 MDT_CASES = [
     (op, n)
