@@ -779,7 +779,8 @@ def write(
     except Exception as exc:
         table.refresh()
         raise WriteError(
-            f"deltacommit {instant} failed and was left inflight (readers ignore it; roll it back or write again): "
+            f"deltacommit {instant} of {table.storage.uri} failed and was left inflight (readers ignore it; roll it "
+            "back or write again): "
             f"{type(exc).__name__}: {exc}"
         ) from exc
     if len(results) != len(tasks):
