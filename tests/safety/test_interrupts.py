@@ -404,6 +404,46 @@ def test_a_cancelled_spark_write_task_writes_nothing_after_the_write_raised(spar
     assert ours(case.path) == case.before == theirs(case.path)
 
 
+@pytest.mark.spark
+def test_ctrl_c_while_a_compaction_run_waits_for_its_spark_job(spark: Any, tmp_path: Path) -> None:
+    """A real ``SIGINT`` (a notebook's *interrupt kernel*) while the driver waits for the run's Spark job: the
+    ``KeyboardInterrupt`` comes out of the wait at once while the job itself runs on, its tasks writing base files
+    and carry-over logs for as long as they take. The job must be cancelled and its tasks stopped before the
+    interrupt comes out; the table then reads as before and the plan runs again to completion."""
+    import signal
+    import threading
+
+    from tests.safety.interrupts import kept_alive, ours, theirs
+
+    case = Case(str(tmp_path / "t"), 6, "run-full")
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    done = threading.Event()
+
+    def interrupt_once_started() -> None:
+        while not done.wait(0.05):
+            if (notes / "started").exists():
+                os.kill(os.getpid(), signal.SIGINT)
+                return
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    canceller = threading.Thread(target=interrupt_once_started)
+    canceller.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            case.table.compaction.run(case.target or "", spark=spark, fault_hook=kept_alive(str(notes), 3.0))
+    finally:
+        done.set()
+        canceller.join()
+        signal.signal(signal.SIGINT, previous)
+    alive = {p.name: p.read_text() for p in notes.glob("alive-*")}
+    time.sleep(2.0)
+    assert {p.name: p.read_text() for p in notes.glob("alive-*")} == alive, "a task ran on after the interrupt"
+    assert quiet_after(case.path, 1.0) is None
+    assert ours(case.path) == case.before == theirs(case.path)
+    assert problems_after(case, None) == []
+
+
 MDT_OPS = ("write", "run-copy", "run-symlink", "clean", "rollback-failed", "rollback-last", "unschedule", "repair")
 MDT_CASES = [
     (op, n)
