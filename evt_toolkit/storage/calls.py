@@ -113,7 +113,8 @@ def run_spark_job(sc: Any, description: str, job: Callable[[], R], on_failure: C
 
     The job runs under the caller's job group, or under a group of its own (removed afterwards) when none is set, so
     that its jobs can be found in Spark's status tracker. When ``job`` raises — a task failed, the job was cancelled,
-    or the caller was interrupted (its job is then cancelled here: Spark would otherwise run it to the end) —
+    or the caller was interrupted (its job is then cancelled here: Spark would otherwise run it to the end; an
+    interrupt Py4J reported as a lost connection comes out as the ``KeyboardInterrupt`` it was) —
     ``on_failure`` is called first (it records, durably, that the tasks must write nothing more), then this waits
     until Spark reports none of the job's tasks running (a cancelled Python task runs until Spark kills its worker),
     at most ``spark.python.task.killTimeout`` plus a margin, a second Ctrl-C meanwhile not ending the wait; then the
@@ -132,15 +133,31 @@ def run_spark_job(sc: Any, description: str, job: Callable[[], R], on_failure: C
     try:
         return job()
     except BaseException as exc:
-        if not isinstance(exc, Exception):  # Ctrl-C while it waited for the job: the job runs on unless cancelled
-            _cancel(sc, group, known, own)
+        # Ctrl-C while it waited for the job leaves the job running unless it is cancelled (Py4J may report the
+        # interrupt as a lost connection); a failed job's other tasks are cancelled too.
+        _cancel(sc, group, known, own)
         _settle(sc, group, known, on_failure)
+        if isinstance(exc, Exception) and _interrupted(exc):
+            raise KeyboardInterrupt() from exc
         raise
     finally:
         if own:
             sc.setLocalProperty(_GROUP, None)
             sc.setLocalProperty("spark.job.interruptOnCancel", None)
         sc.setJobDescription(None)
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` came of a ``KeyboardInterrupt`` (Py4J turns one that lands while it waits for the JVM into a
+    network error raised while handling it)."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        if isinstance(cur, KeyboardInterrupt):
+            return True
+        seen.add(id(cur))
+        cur = cur.__cause__ or cur.__context__
+    return False
 
 
 def _cancel(sc: Any, group: str, known: set[int], own: bool) -> None:
