@@ -2,7 +2,10 @@
 
 Exit codes: 0 success; 1 an operational error (not a Hudi table, a refused action, a failed validation — one line on
 stderr, in the command line's own words); 2 a usage error (argparse's usage message); 141 when the reader of stdout
-went away (``evt read t | head``: no traceback, the code a SIGPIPE-killed process reports); 130 on Ctrl-C.
+went away (``evt read t | head``: no traceback, the code a SIGPIPE-killed process reports); 130 on Ctrl-C; 143 on
+``SIGTERM`` (``kill``, a scheduler stopping the job), which stops the command the way Ctrl-C does — ``except`` and
+``finally`` run and the calls it started on other threads or Spark have stopped before it exits — instead of ending
+the process where it stands.
 
 Commands come from the modules of this package and from the ``evt_toolkit.commands`` entry-point group: each entry
 point names a function ``register(subparsers)`` that adds its commands. The demo builders (``evt demo``) plug in
@@ -13,16 +16,28 @@ other (the same way hudi-cli finds its command classes by scanning, not by a lis
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from importlib.metadata import entry_points
+from types import FrameType
 
 from evt_toolkit.cli.commits import register as _register_commits
 from evt_toolkit.cli.compaction import register as _register_compaction
 from evt_toolkit.cli.logfile import register as _register_logfile
-from evt_toolkit.cli.output import EXIT_ERROR, EXIT_PIPE, EXIT_USAGE, Output, cli_wording
+from evt_toolkit.cli.output import (
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    EXIT_PIPE,
+    EXIT_TERMINATED,
+    EXIT_USAGE,
+    Output,
+    cli_wording,
+)
 from evt_toolkit.cli.read import register as _register_read
 from evt_toolkit.cli.services import register as _register_services
 from evt_toolkit.cli.tables import register as _register_tables
@@ -94,6 +109,29 @@ def _quiet_broken_pipe() -> None:
         pass
 
 
+class Terminated(KeyboardInterrupt):
+    """``SIGTERM`` raised in the main thread as Ctrl-C is: what handles an interrupt (waiting for started calls,
+    the runner's bookkeeping) handles it too."""
+
+
+def _terminated(signum: int, frame: FrameType | None) -> None:
+    raise Terminated()
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """While a command runs, ``SIGTERM`` raises :class:`Terminated` in the main thread (Python's default lets the
+    signal end the process at once: an operation then stops as under ``kill -9``, its threads with it)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``evt`` with ``argv`` (default: the process arguments) and return the exit code."""
     parser = build_parser()
@@ -106,6 +144,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write("evt: error: a command is required (evt --help lists them)\n")
         return EXIT_USAGE
     out = Output.create()
+    with _sigterm_as_interrupt():
+        return _run_command(args, out)
+
+
+def _run_command(args: argparse.Namespace, out: Output) -> int:
     try:
         code = int(args.func(args, out))
         out.stream.flush()
@@ -115,9 +158,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         _quiet_broken_pipe()
         return EXIT_PIPE
+    except Terminated:
+        sys.stderr.write("terminated\n")
+        return EXIT_TERMINATED
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
-        return 130
+        return EXIT_INTERRUPTED
     except EvtError as exc:
         try:
             out.stream.flush()

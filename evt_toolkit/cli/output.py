@@ -29,8 +29,10 @@ from evt_toolkit.format.text import format_bytes, format_count, format_duration,
 
 __all__ = [
     "EXIT_ERROR",
+    "EXIT_INTERRUPTED",
     "EXIT_OK",
     "EXIT_PIPE",
+    "EXIT_TERMINATED",
     "EXIT_USAGE",
     "Output",
     "cli_wording",
@@ -47,6 +49,9 @@ EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_PIPE = 141
+#: Ctrl-C (SIGINT) and SIGTERM: the codes a shell reports for a process those signals ended (128 + the signal).
+EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
 
 #: Width for tables drawn outside a terminal: wide enough that rich never has to wrap a cell.
 _UNBOUNDED_WIDTH = 100_000

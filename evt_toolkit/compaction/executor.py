@@ -75,10 +75,10 @@ from evt_toolkit.format.ownership import BASE, CARRY_OVER, LINK, RUN, SCHEDULE, 
 from evt_toolkit.format.records import CommitMetadata, CompactionPlan, WriteStat
 from evt_toolkit.read.merge import EVENT_TIME
 from evt_toolkit.read.plan import ReadSpec
-from evt_toolkit.storage.calls import StartedCalls
+from evt_toolkit.storage.calls import StartedCalls, run_spark_job
 from evt_toolkit.storage.fs import FileEntry, TableStorage
 from evt_toolkit.storage.links import check_link, create_link, held_by_another_file
-from evt_toolkit.storage.ownership import drop_ownership, owned_files, record_ownership
+from evt_toolkit.storage.ownership import abandon_attempt, drop_ownership, new_attempt, owned_files, record_ownership
 from evt_toolkit.table.guards import TABLE_SERVICE_VERSIONS, has_metadata_table, require_meta_fields, require_writable
 from evt_toolkit.table.table import Table
 from evt_toolkit.table.timeline import COMMIT, COMPACTION, Instant
@@ -207,10 +207,20 @@ def _run_tasks(
         return _run_tasks_here(tasks, progress, storage)
     sc = spark.sparkContext
     rdd = sc.parallelize(tasks, numSlices=max(1, total)).map(run_merge_task)
+    instant = tasks[0].instant if tasks else "?"
+    attempt = tasks[0].attempt if tasks else None
+
+    def abandon() -> None:
+        # Before the failure is reported: a task of the cancelled job, running on until Spark kills its worker,
+        # re-checks this before it writes (merge_task).
+        if attempt is not None:
+            abandon_attempt(storage, instant, attempt)
+
     try:
-        results = []
         # toLocalIterator would serialize the tasks; collect runs them in parallel and reports per result.
-        for i, r in enumerate(rdd.collect()):
+        collected = run_spark_job(sc, f"hudi_evt compaction {instant}: {total} file groups", rdd.collect, abandon)
+        results = []
+        for i, r in enumerate(collected):
             results.append(r)
             if progress is not None:
                 progress(ProgressEvent("tasks", i + 1, total, f"compacted file group {r.file_id}"))
@@ -219,7 +229,6 @@ def _run_tasks(
         text = str(exc)
         lines = [ln for ln in text.splitlines() if "Error:" in ln or "error" in ln.lower()]
         detail = next((ln.strip() for ln in lines if "evt_toolkit" in ln), lines[0].strip() if lines else text[:500])
-        instant = tasks[0].instant if tasks else "?"
         raise CompactionExecutionError(
             f"compaction {instant} of {storage.uri}: a task failed on Spark (or its job was cancelled); nothing was "
             f"committed: {detail}"
@@ -433,6 +442,9 @@ def run_compaction(
 
     cfg = table.config
     spec = ReadSpec.of(table)
+    # A Spark run's tasks may outlive its job (a cancelled Python task runs until Spark kills it): they carry this
+    # attempt's id and write nothing once the driver recorded it abandoned.
+    attempt = new_attempt() if spark is not None else None
     tasks = [
         MergeTask(
             storage.uri,
@@ -450,11 +462,15 @@ def run_compaction(
             timeline_path=cfg.timeline_path,
             bloom=bloom,
             fault_hook=fault_hook,
+            attempt=attempt,
         )
         for i, op in enumerate(ops)
     ]
-    # One record for every task's outputs (their names depend only on the plan), before any task starts.
-    record_ownership(storage, instant, RUN, "tasks", [f for task in tasks for f in task_outputs(task)])
+    # One record for every task's outputs (their names depend only on the plan), before any task starts; on Spark it
+    # carries the run attempt's id, which the tasks check before they write (merge_task, write/fence.py).
+    record_ownership(
+        storage, instant, RUN, f"tasks-{attempt}" if attempt else "tasks", [f for t in tasks for f in task_outputs(t)]
+    )
     results = sorted(_run_tasks(tasks, spark, progress, storage), key=lambda r: r.index)
     reruns = 0
     # Event-time tables, and any table whose tasks took a deleted key out of a base file: a write landed since the

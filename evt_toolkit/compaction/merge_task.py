@@ -86,9 +86,9 @@ from evt_toolkit.read.slice_reader import (
     select_log_blocks,
 )
 from evt_toolkit.storage.fs import FileEntry, TableStorage
-from evt_toolkit.storage.ownership import record_ownership
+from evt_toolkit.storage.ownership import attempt_state, marker_folder, record_ownership
 from evt_toolkit.table.fs_view import BaseFile, LogFile
-from evt_toolkit.write.fence import require_compaction_running
+from evt_toolkit.write.fence import require_attempt_live, require_compaction_running
 
 __all__ = [
     "CARRY_OVER_VERSION",
@@ -143,6 +143,9 @@ class MergeTask:
         fault_hook: test hook for fault injection (``None`` in production).
         cancel: set by a run in this process when it is interrupted, so that a task running beside others stops at
             its next batch or part instead of finishing (``None`` on Spark: an Event does not pickle).
+        attempt: the run attempt's id on Spark (:func:`~evt_toolkit.storage.ownership.new_attempt`): the task writes
+            nothing once its driver recorded the attempt abandoned (checked before its first output byte, every
+            few seconds while it merges, and right before its outputs take their names); ``None`` in this process.
     """
 
     table_uri: str
@@ -162,6 +165,7 @@ class MergeTask:
     bloom: BloomFilterConfig = DEFAULT_BLOOM_CONFIG
     fault_hook: FaultHook | None = field(default=None, compare=False)
     cancel: threading.Event | None = field(default=None, compare=False)
+    attempt: str | None = None
 
     @property
     def partition_path(self) -> str:
@@ -760,6 +764,29 @@ def run_merge_task(task: MergeTask, listing: list[FileEntry] | None = None) -> M
         ) from exc
 
 
+#: How often a task of a Spark run looks, while it merges, whether its driver gave its attempt up.
+_ABANDONED_CHECK_S = 2.0
+
+
+def _abandoned_check(storage: TableStorage, task: MergeTask) -> Callable[[], bool] | None:
+    """For a task of a Spark run: a ``stop`` that lists the marker folder at most every few seconds and says whether
+    the driver gave the attempt up (so that a task of a cancelled job stops at its next batch or part)."""
+    attempt = task.attempt
+    if attempt is None:
+        return None
+    last = [time.monotonic()]
+
+    def stop() -> bool:
+        now = time.monotonic()
+        if now - last[0] < _ABANDONED_CHECK_S:
+            return False
+        last[0] = now
+        files, _ = storage.list_dir(marker_folder(task.instant))
+        return attempt_state((f.name for f in files), attempt) != "live"
+
+    return stop
+
+
 def _run_merge_task(task: MergeTask, listing: list[FileEntry] | None) -> MergeResult:
     started = time.monotonic()
     storage = TableStorage.from_uri(task.table_uri, task.spec.storage_options)
@@ -812,7 +839,7 @@ def _run_merge_task(task: MergeTask, listing: list[FileEntry] | None) -> MergeRe
     fld = task.event_time_field
     event_time = (fld, task.event_time_unit) if fld else None
     out: _BaseFileWriter | None = None
-    stop = task.cancel.is_set if task.cancel is not None else None
+    stop = task.cancel.is_set if task.cancel is not None else _abandoned_check(storage, task)
     where = f"compaction {task.instant} of {storage.uri}: file group {task.file_id} in {partition!r}"
     with BoundedSliceMerge(ctx, base_file, queued, budget, task.decode_threads, stop, where) as merger:
         try:
@@ -823,6 +850,8 @@ def _run_merge_task(task: MergeTask, listing: list[FileEntry] | None) -> MergeRe
             raise undecodable(exc) from exc
         if task.fault_hook is not None:
             task.fault_hook(task, "merged")
+        if task.attempt is not None:  # nothing of an attempt its driver gave up reaches the table's folders
+            require_attempt_live(storage, task.instant, task.attempt, f"this task attempt's {name}")
         parts = merger.parts()
         try:
             while True:
@@ -868,6 +897,8 @@ def _run_merge_task(task: MergeTask, listing: list[FileEntry] | None) -> MergeRe
                 task.instant,
                 f"this task attempt's {name} and carry-over log (a late or speculative attempt)",
             )
+            if task.attempt is not None:
+                require_attempt_live(storage, task.instant, task.attempt, f"this task attempt's {name}")
             if carry.data or carry.keys:
                 storage.write_bytes_atomic(_rel(partition, carry_name), carry_bytes, overwrite=True)
                 carry_out, carry_size = carry_name, len(carry_bytes)

@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from evt_toolkit.compaction.schedule import abandoned_schedules, remove_abandoned_schedules
-from evt_toolkit.errors import EvtError, LogFormatError, StorageError
+from evt_toolkit.errors import EvtError, LogFormatError, ObjectNotFoundError, StorageError
 from evt_toolkit.faults import fault_point
 from evt_toolkit.format.log_writer import encode_rollback_command_block
 from evt_toolkit.format.logfile import BlockType, scan_log_blocks
@@ -129,17 +129,37 @@ def _partition_of(rel: str) -> str:
     return posixpath.dirname(rel)
 
 
+def _unreadable(storage: TableStorage, full: str, exc: BaseException) -> StorageError:
+    return StorageError(
+        f"{storage.uri}: cannot read log file {full} to tell which instants wrote into it ({exc}); the rollback "
+        "deletes nothing it cannot check: make the file readable (or restore it) and roll back again"
+    )
+
+
 def _log_facts(storage: TableStorage, rel: str) -> LogFacts | None:
+    """The block instants of log ``rel``; ``None`` for a name that is no log, or one no longer there.
+
+    Raises:
+        StorageError: something stands under the name that cannot be read (names it and the table).
+        LogFormatError: the log's framing is broken.
+    """
     name = posixpath.basename(rel)
     parsed = LogFileName.parse(name)
     if parsed is None or parsed.extension != "log" or parsed.suffix:
         return None
+    full = storage.full_path(rel)
     try:
         size = storage.size(rel)
         with storage.open_input(rel) as f:
-            blocks = list(scan_log_blocks(f, size, storage.full_path(rel)))
-    except StorageError:
+            blocks = list(scan_log_blocks(f, size, full))
+    except ObjectNotFoundError as exc:
+        # Gone (deleted by an earlier attempt), or a dangling link: nothing to read and nothing a delete would lose.
+        # Anything else under the name (a folder, an entry the disk cannot stat) is not taken for a missing log.
+        if storage.lexists(rel) and not storage.is_symlink(rel):
+            raise _unreadable(storage, full, exc) from exc
         return None
+    except (StorageError, OSError) as exc:  # a log that cannot be read is never taken for a missing one
+        raise _unreadable(storage, full, exc) from exc
     instants = tuple(b.instant_time or "" for b in blocks if b.block_type is not BlockType.CORRUPT)
     corrupt = sum(1 for b in blocks if b.block_type is BlockType.CORRUPT)
     return LogFacts(
@@ -324,10 +344,13 @@ def _write_command_block(
         facts = _log_facts(storage, rel)
         if facts is None or rollback_instant not in facts.block_instants:
             continue
-        with storage.open_input(rel) as f:
-            for b in scan_log_blocks(f, facts.size, storage.full_path(rel)):
-                if b.block_type is BlockType.COMMAND and b.target_instant_time == target:
-                    return rel, facts.size  # written before a crash: do not write it twice
+        try:
+            with storage.open_input(rel) as f:
+                for b in scan_log_blocks(f, facts.size, storage.full_path(rel)):
+                    if b.block_type is BlockType.COMMAND and b.target_instant_time == target:
+                        return rel, facts.size  # written before a crash: do not write it twice
+        except OSError as exc:
+            raise _unreadable(storage, storage.full_path(rel), exc) from exc
     versions = [v for p in existing if (parsed := LogFileName.parse(posixpath.basename(p))) for v in [parsed.version]]
     name = command_log_name(r.file_id, r.latest_base_instant, versions)
     rel = posixpath.join(r.partition_path, name) if r.partition_path else name

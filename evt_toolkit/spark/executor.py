@@ -34,6 +34,7 @@ import pyarrow as pa
 
 from evt_toolkit.errors import SchemaMismatchError, WriteError
 from evt_toolkit.format.log_writer import arrow_to_avro_schema, check_ordering_values, check_values_fit
+from evt_toolkit.storage.calls import run_spark_job
 from evt_toolkit.table.schema import latest_avro_schema
 from evt_toolkit.write.bucket import bucket_ids
 from evt_toolkit.write.index import BUCKET, resolve_write_index
@@ -115,13 +116,11 @@ def spark_executor(spark: SparkSession, task: FileGroupTask = write_file_group) 
             return []
         payload = [(i, fg, to_ipc(up), to_ipc(de)) for i, (fg, up, de) in enumerate(items)]
         sc = spark.sparkContext
-        sc.setJobDescription(f"hudi_evt deltacommit {spec.instant}: {len(items)} file groups")
-        try:
-            # numSlices == len(payload): ParallelCollectionRDD puts exactly one element in each slice.
-            rdd = sc.parallelize(payload, numSlices=len(payload))
-            results = rdd.mapPartitions(functools.partial(_run_file_group_tasks, spec, task)).collect()
-        finally:
-            sc.setJobDescription(None)  # type: ignore[arg-type]
+        # numSlices == len(payload): ParallelCollectionRDD puts exactly one element in each slice.
+        rdd = sc.parallelize(payload, numSlices=len(payload))
+        job = rdd.mapPartitions(functools.partial(_run_file_group_tasks, spec, task))
+        # A failed or cancelled job raises only once its tasks stopped: none writes a log after the write failed.
+        results = run_spark_job(sc, f"hudi_evt deltacommit {spec.instant}: {len(items)} file groups", job.collect)
         by_index = dict(results)
         return [by_index[i] for i in range(len(items))]
 
@@ -358,12 +357,9 @@ def write_dataframe(
             )
             shuffled = tagged.rdd.map(lambda r: (r[0], r[1])).partitionBy(len(items), lambda k: k)
             run = functools.partial(_write_groups_from_shuffle, spec, task, groups, num_buckets, hash_fields)
-            sc = spark.sparkContext
-            sc.setJobDescription(f"hudi_evt deltacommit {spec.instant}: {len(items)} file groups")
-            try:
-                results = dict(shuffled.mapPartitions(run).collect())
-            finally:
-                sc.setJobDescription(None)  # type: ignore[arg-type]
+            job = shuffled.mapPartitions(run)
+            what = f"hudi_evt deltacommit {spec.instant}: {len(items)} file groups"
+            results = dict(run_spark_job(spark.sparkContext, what, job.collect))
             return [results.get(i, []) for i in range(len(items))]
 
         return write(table, sample.drop_columns(list(_HELPER_COLUMNS)), operation, executor=executor, options=options)

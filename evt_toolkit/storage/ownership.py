@@ -25,8 +25,12 @@ from evt_toolkit.storage.fs import TableStorage
 
 __all__ = [
     "MARKER_ROOT",
+    "abandon_attempt",
+    "abandoned_marker",
+    "attempt_state",
     "drop_ownership",
     "marker_folder",
+    "new_attempt",
     "owned_files",
     "ownership_records",
     "record_ownership",
@@ -51,6 +55,40 @@ def unscheduling_marker(instant: str) -> str:
     Dropped with the instant's records.
     """
     return posixpath.join(marker_folder(instant), "evt-unscheduling")
+
+
+def new_attempt() -> str:
+    """A run attempt's id: the driver names its tasks' ownership record with it (``<task>-<attempt>``) and gives it
+    to the tasks, which put their outputs under the plan's names only while :func:`attempt_state` says ``live``."""
+    return uuid.uuid4().hex[:16]
+
+
+def abandoned_marker(instant: str, attempt: str) -> str:
+    """The file a driver writes when it gives up run ``attempt`` of ``instant`` (its job failed or was cancelled)."""
+    return posixpath.join(marker_folder(instant), f"evt-abandoned.{attempt}")
+
+
+def abandon_attempt(storage: TableStorage, instant: str, attempt: str) -> None:
+    """Record, before the driver reports a failed run, that the tasks of ``attempt`` must write nothing more.
+
+    A task of a cancelled Spark job runs on in its Python worker until Spark kills it (or, on an executor the driver
+    lost, for as long as that machine lives): it re-checks right before it puts outputs under the plan's names.
+    """
+    storage.write_bytes_atomic(abandoned_marker(instant, attempt), attempt.encode(), overwrite=True)
+
+
+def attempt_state(names: Iterable[str], attempt: str) -> str:
+    """``live``, ``abandoned`` or ``gone`` (its record dropped: the run was rolled back, or completed): run
+    ``attempt``'s state among the file ``names`` of its instant's marker folder."""
+    recorded = abandoned = False
+    for name in names:
+        if name == f"evt-abandoned.{attempt}":
+            abandoned = True
+        elif name.startswith(_PREFIX) and name.endswith(".json") and f"-{attempt}." in name:
+            recorded = True
+    if abandoned:
+        return "abandoned"
+    return "live" if recorded else "gone"
 
 
 def record_ownership(

@@ -13,7 +13,10 @@ A compaction task's outputs carry names that depend only on the plan, so a late 
 files the commit lists — with other contents once writes landed in the new slice (their records decide which keys a
 compaction carries over). A compaction task therefore checks, right before it puts its outputs under their names,
 that its compaction is running (:func:`require_compaction_running`): not completed, not rolled back to requested, not
-unscheduled.
+unscheduled. A task of a Spark run also carries its run attempt's id and checks, at the same points, that the driver
+has not given that attempt up (:func:`require_attempt_live`): a task of a cancelled job runs on in its Python worker
+until Spark kills it, and the driver records ``evt-abandoned.<attempt>`` in the compaction's marker folder before it
+reports the failure (:func:`evt_toolkit.storage.ownership.abandon_attempt`).
 
 Example:
     >>> require_inflight(storage, spec, "file group 0001")  # doctest: +SKIP
@@ -28,12 +31,14 @@ from evt_toolkit.errors import CompactionExecutionError, EvtError, WriteError
 from evt_toolkit.format.names import COMPLETED, INFLIGHT, REQUESTED, InstantFileName
 from evt_toolkit.format.table_version import table_version_format
 from evt_toolkit.storage.fs import TableStorage
+from evt_toolkit.storage.ownership import attempt_state, marker_folder
 from evt_toolkit.table.timeline import COMMIT, COMPACTION, DELTA_COMMIT
 from evt_toolkit.write.plan import WriteJobSpec
 
 __all__ = [
     "compaction_state",
     "instant_state",
+    "require_attempt_live",
     "require_compaction_running",
     "require_inflight",
     "require_still_pending",
@@ -177,3 +182,25 @@ def require_compaction_running(storage: TableStorage, timeline_path: str, layout
         GONE_STATE: "no longer on the timeline (unscheduled)",
     }[state]
     raise CompactionExecutionError(f"compaction {instant} of {storage.uri} is {now}; {what} is not written")
+
+
+def require_attempt_live(storage: TableStorage, instant: str, attempt: str, what: str) -> None:
+    """Refuse to write ``what`` unless run ``attempt`` of compaction ``instant`` is still the driver's: its tasks'
+    ownership record stands and the driver has not recorded it abandoned (one listing of the marker folder).
+
+    Raises:
+        CompactionExecutionError: the driver gave the attempt up (its job failed or was cancelled), or the run's
+            records are gone (rolled back, or completed by another attempt); nothing was written.
+    """
+    files, _ = storage.list_dir(marker_folder(instant))
+    state = attempt_state((f.name for f in files), attempt)
+    if state == "live":
+        return
+    now = (
+        "was given up by its driver (its job failed or was cancelled)"
+        if state == "abandoned"
+        else "has no record any more (the run was rolled back or completed)"
+    )
+    raise CompactionExecutionError(
+        f"compaction {instant} of {storage.uri}: run attempt {attempt} {now}; {what} is not written"
+    )

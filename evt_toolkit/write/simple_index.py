@@ -65,7 +65,8 @@ def key_locations(table: Table, partitions: Iterable[str]) -> pa.Table:
     committed one of each file group (a pending compaction's output is not committed yet).
 
     Raises:
-        WriteError: a base file cannot be read (named).
+        StorageError: a base file cannot be read (names it and the table).
+        WriteError: a base file's keys cannot be decoded (named).
     """
     wanted = set(partitions)
     parts: list[pa.Table] = []
@@ -77,7 +78,12 @@ def key_locations(table: Table, partitions: Iterable[str]) -> pa.Table:
             # Only the key column's pages are read (ranged reads on object stores), as HoodieKeyLocationFetchHandle.
             with table.storage.open_input(bf.path) as f:
                 keys = pq.read_table(f, columns=[_KEY])[_KEY]
-        except (StorageError, pa.ArrowException, OSError, UnicodeDecodeError) as exc:
+        except (StorageError, OSError) as exc:  # the disk or the store failed: nothing was written
+            raise StorageError(
+                f"{table.storage.uri}: cannot read the record keys of base file {table.storage.full_path(bf.path)} "
+                f"for the SIMPLE index; nothing was written: {exc}"
+            ) from exc
+        except (pa.ArrowException, UnicodeDecodeError) as exc:
             raise WriteError(
                 f"cannot read the record keys of base file {table.storage.full_path(bf.path)}: {exc}"
             ) from exc

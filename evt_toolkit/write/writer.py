@@ -33,6 +33,7 @@ from evt_toolkit.errors import (
     ObjectNotFoundError,
     PendingTableServiceError,
     SchemaMismatchError,
+    StorageError,
     UnsupportedFeatureError,
     UnsupportedTableError,
     WriteError,
@@ -414,6 +415,11 @@ def _written_by(storage: TableStorage, rel: str, instant: str) -> bool:
             blocks = list(scan_log_blocks(f, size, storage.full_path(rel)))
     except ObjectNotFoundError:
         return False
+    except OSError as exc:  # a read from the open file failed: the file is kept, the write stops naming it
+        raise StorageError(
+            f"{storage.uri}: cannot read log file {storage.full_path(rel)} of deltacommit {instant} to tell whether "
+            f"only this write wrote it (it is kept): {exc}"
+        ) from exc
     return all(b.instant_time == instant for b in blocks if b.block_type is not BlockType.CORRUPT)
 
 
@@ -773,7 +779,8 @@ def write(
     except Exception as exc:
         table.refresh()
         raise WriteError(
-            f"deltacommit {instant} failed and was left inflight (readers ignore it; roll it back or write again): "
+            f"deltacommit {instant} of {table.storage.uri} failed and was left inflight (readers ignore it; roll it "
+            "back or write again): "
             f"{type(exc).__name__}: {exc}"
         ) from exc
     if len(results) != len(tasks):

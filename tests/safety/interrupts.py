@@ -568,3 +568,39 @@ def started_then_slow(marker: str, seconds: float) -> Callable[[MergeTask, str],
             time.sleep(seconds)
 
     return hook
+
+
+def kept_alive(folder: str, seconds: float) -> Callable[[MergeTask, str], None]:
+    """A compaction task's fault hook that, once its logs are read, saves the task (pickled, with its run attempt)
+    as ``task-<index>.pickle`` in ``folder`` (outside the table), creates ``folder/started`` and then, for ``seconds``,
+    appends a line to ``folder/alive-<index>`` every 0.1 s: it shows when the task's Python code still runs."""
+
+    def hook(task: MergeTask, stage: str) -> None:
+        if stage != "merged":
+            return
+        import dataclasses
+        import pickle
+
+        saved = Path(folder) / f"task-{task.index}.pickle"
+        saved.write_bytes(pickle.dumps(dataclasses.replace(task, fault_hook=None)))
+        (Path(folder) / "started").touch()
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            with open(Path(folder) / f"alive-{task.index}", "a") as f:
+                f.write(f"{time.time()}\n")
+            time.sleep(0.1)
+
+    return hook
+
+
+def slow_write_task(marker: str, seconds: float) -> Callable[..., Any]:
+    """A write's file-group task (for :func:`evt_toolkit.spark.executor.spark_executor`) that creates ``marker``
+    (outside the table), takes ``seconds``, then writes its logs as :func:`write_file_group` does."""
+    from evt_toolkit.write.task import write_file_group
+
+    def task(*args: Any) -> Any:
+        Path(marker).touch()
+        time.sleep(seconds)
+        return write_file_group(*args)
+
+    return task

@@ -16,9 +16,11 @@ raises in the thread itself) at the n-th storage operation or compaction-task bo
   clean answer that plus the write (a plain dict of what was committed).
 
 The same through ``evt`` in a child process getting a real ``SIGINT`` (exit 130, one line, no traceback) or
-``SIGTERM``; through the notebook's compaction runner (it must not be left ``running``); and a Spark job of a run
-cancelled from another thread; and on a copy of a stock v9 table with a metadata table, whose ``files`` partition
-must list the live files after each. Table versions 6 and 9, locally and on the session's S3 server.
+``SIGTERM`` (exit 143, the same way; more points in ``test_sigterm.py``); through the notebook's compaction runner
+(it must not be left ``running``); a Spark job of a run or a write cancelled from another thread (nothing of it runs
+once the call raised, and a task of the abandoned run attempt writes nothing); and on a copy of a stock v9 table with
+a metadata table, whose ``files`` partition must list the live files after each. Table versions 6 and 9, locally
+and on the session's S3 server.
 
 ``EVT_INTERRUPT_STEP`` (default 40) takes every n-th operation of the local sweep (1 takes them all),
 ``EVT_INTERRUPT_S3_STEP`` (default 100) of the S3 one, ``EVT_INTERRUPT_CLI_STEP`` of the ``evt`` one (default: one
@@ -32,6 +34,7 @@ up to ``EVT_INTERRUPT_MDT_MAX`` (default 60) on the table with a metadata table 
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -155,8 +158,8 @@ CLI_CASES = [
 @pytest.mark.parametrize(("operation", "how"), CLI_CASES)
 def test_evt_stopped_by_a_signal(tmp_path: Path, operation: str, how: str) -> None:
     """``evt`` in a child process that gets a real ``SIGINT`` (Ctrl-C) or ``SIGTERM`` at its n-th storage operation:
-    Ctrl-C exits 130 with one line and no traceback, ``SIGTERM`` ends it as the signal does; either way the table
-    reads as before or after and the documented recovery ends there."""
+    Ctrl-C exits 130 with one line and no traceback, ``SIGTERM`` stops it the same way and exits 143; either way the
+    table reads as before or after and the documented recovery ends there."""
     from tests.safety.interrupts import run_cli_interrupted
 
     n, failures = 1 + (CLI_STEP > 100) * 24, []  # one point half-way through, unless a step is given
@@ -166,10 +169,8 @@ def test_evt_stopped_by_a_signal(tmp_path: Path, operation: str, how: str) -> No
         if code == 0 and fired is None:
             break
         where = f"evt {operation} {how} at #{n} ({fired}): exit {code}"
-        if how == "sigint":
-            if code != 130 or err.strip().splitlines()[-1:] != ["interrupted"] or "Traceback" in err:
-                failures.append(f"{where}, stderr {err[-800:]!r}")
-        elif code != -15:
+        want, line = (130, "interrupted") if how == "sigint" else (143, "terminated")
+        if code != want or err.strip().splitlines()[-1:] != [line] or "Traceback" in err:
             failures.append(f"{where}, stderr {err[-800:]!r}")
         found = problems_after(case, KeyboardInterrupt())
         if found:
@@ -248,12 +249,6 @@ def test_a_compaction_run_whose_spark_job_is_cancelled(spark: object, tmp_path: 
 
 
 @pytest.mark.spark
-@pytest.mark.xfail(
-    strict=True,
-    reason="a compaction task on Spark whose job was cancelled runs on in its Python worker until "
-    "spark.python.task.killTimeout and writes its base file after the run raised, while the plan is still inflight "
-    "(its outputs are recorded: a rerun or a rollback once it stopped removes them)",
-)
 def test_a_cancelled_spark_compaction_task_writes_nothing_after_the_run_raised(spark: Any, tmp_path: Path) -> None:
     """``cancelAllJobs()`` right after the run's tasks started, each task a second away from writing: nothing may be
     written once the run raised (the user's next step may be a rollback)."""
@@ -282,6 +277,171 @@ def test_a_cancelled_spark_compaction_task_writes_nothing_after_the_run_raised(s
         done.set()
         canceller.join()
     assert quiet_after(case.path, 3.0) is None
+
+
+@pytest.mark.spark
+def test_a_cancelled_spark_compaction_run_raises_once_its_tasks_stopped(spark: Any, tmp_path: Path) -> None:
+    """``cancelAllJobs()`` while the run's tasks compute: Spark reports the job failed at once, while each task's
+    Python worker runs on until Spark kills it; the run raised while its tasks were still running. Each task here
+    notes outside the table every 0.1 s that it runs: nothing may be noted once the run raised."""
+    import threading
+
+    from evt_toolkit.errors import CompactionExecutionError
+    from tests.safety.interrupts import kept_alive
+
+    case = Case(str(tmp_path / "t"), 6, "run-full")
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    sc = spark.sparkContext
+    done = threading.Event()
+
+    def cancel_once_started() -> None:
+        while not done.wait(0.05):
+            if (notes / "started").exists():
+                sc.cancelAllJobs()
+                return
+
+    canceller = threading.Thread(target=cancel_once_started)
+    canceller.start()
+    try:
+        with pytest.raises(CompactionExecutionError):
+            case.table.compaction.run(case.target or "", spark=spark, fault_hook=kept_alive(str(notes), 4.0))
+    finally:
+        done.set()
+        canceller.join()
+    alive = {p.name: p.read_text() for p in notes.glob("alive-*")}
+    assert alive, "no task started"
+    time.sleep(2.5)
+    assert {p.name: p.read_text() for p in notes.glob("alive-*")} == alive, "a task ran on after the run raised"
+    assert quiet_after(case.path) is None
+
+
+@pytest.mark.spark
+def test_a_task_of_an_abandoned_spark_run_attempt_writes_nothing(spark: Any, tmp_path: Path) -> None:
+    """A task of a cancelled run that outlives the driver's wait (an executor the driver lost goes on running it):
+    the same task, with the run attempt it carried, run again after the run raised. It wrote its base file under
+    the plan's name while the plan was still inflight; it must refuse with a ``CompactionExecutionError`` naming the
+    compaction, and the table's files stay as they are — also once a new run of the plan completed."""
+    import pickle
+    import threading
+
+    from evt_toolkit.compaction.merge_task import run_merge_task
+    from evt_toolkit.errors import CompactionExecutionError
+    from tests.safety.interrupts import files, kept_alive, ours, theirs
+
+    case = Case(str(tmp_path / "t"), 6, "run-full")
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    sc = spark.sparkContext
+    done = threading.Event()
+
+    def cancel_once_started() -> None:
+        while not done.wait(0.05):
+            if (notes / "started").exists():
+                sc.cancelAllJobs()
+                return
+
+    canceller = threading.Thread(target=cancel_once_started)
+    canceller.start()
+    try:
+        with pytest.raises(CompactionExecutionError):
+            case.table.compaction.run(case.target or "", spark=spark, fault_hook=kept_alive(str(notes), 0.5))
+    finally:
+        done.set()
+        canceller.join()
+    late = [pickle.loads(p.read_bytes()) for p in sorted(notes.glob("task-*.pickle"))]
+    assert late and all(t.attempt for t in late), late
+    before = files(case.path)
+    for task in late:
+        with pytest.raises(CompactionExecutionError) as info:
+            run_merge_task(task)
+        assert case.target in str(info.value) and task.attempt in str(info.value), str(info.value)
+    assert files(case.path) == before, "a task of an abandoned run attempt wrote"
+    case.table.compaction.run(case.target or "")
+    after = files(case.path)
+    for task in late:
+        with pytest.raises(CompactionExecutionError):
+            run_merge_task(task)
+    assert files(case.path) == after
+    assert ours(case.path) == case.before == theirs(case.path)
+
+
+@pytest.mark.spark
+def test_a_cancelled_spark_write_task_writes_nothing_after_the_write_raised(spark: Any, tmp_path: Path) -> None:
+    """``cancelAllJobs()`` once a write's file-group tasks started on Spark, each a second away from writing its
+    logs: the write raised at once while the tasks' Python workers went on and wrote their logs into the instant it
+    had just reported failed. Nothing may change once it raised; the rollback then leaves the table as before."""
+    import threading
+
+    from evt_toolkit.errors import WriteError
+    from evt_toolkit.spark.executor import spark_executor
+    from tests.safety.interrupts import batch, ours, slow_write_task, theirs
+
+    case = Case(str(tmp_path / "t"), 6, "write")
+    marker = tmp_path / "started"
+    sc = spark.sparkContext
+    done = threading.Event()
+
+    def cancel_once_started() -> None:
+        while not done.wait(0.05):
+            if marker.exists():
+                sc.cancelAllJobs()
+                return
+
+    canceller = threading.Thread(target=cancel_once_started)
+    canceller.start()
+    try:
+        with pytest.raises(WriteError) as info:
+            case.table.write(
+                batch(list(range(25, 40)), 5), executor=spark_executor(spark, slow_write_task(str(marker), 1.0))
+            )
+    finally:
+        done.set()
+        canceller.join()
+    assert case.path in str(info.value), str(info.value)
+    assert quiet_after(case.path, 3.0) is None
+    case.recover()
+    assert ours(case.path) == case.before == theirs(case.path)
+
+
+@pytest.mark.spark
+def test_ctrl_c_while_a_compaction_run_waits_for_its_spark_job(spark: Any, tmp_path: Path) -> None:
+    """A real ``SIGINT`` (a notebook's *interrupt kernel*) while the driver waits for the run's Spark job: the
+    ``KeyboardInterrupt`` comes out of the wait at once while the job itself runs on, its tasks writing base files
+    and carry-over logs for as long as they take. The job must be cancelled and its tasks stopped before the
+    interrupt comes out; the table then reads as before and the plan runs again to completion."""
+    import signal
+    import threading
+
+    from tests.safety.interrupts import kept_alive, ours, theirs
+
+    case = Case(str(tmp_path / "t"), 6, "run-full")
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    done = threading.Event()
+
+    def interrupt_once_started() -> None:
+        while not done.wait(0.05):
+            if (notes / "started").exists():
+                os.kill(os.getpid(), signal.SIGINT)
+                return
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    canceller = threading.Thread(target=interrupt_once_started)
+    canceller.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            case.table.compaction.run(case.target or "", spark=spark, fault_hook=kept_alive(str(notes), 3.0))
+    finally:
+        done.set()
+        canceller.join()
+        signal.signal(signal.SIGINT, previous)
+    alive = {p.name: p.read_text() for p in notes.glob("alive-*")}
+    time.sleep(2.0)
+    assert {p.name: p.read_text() for p in notes.glob("alive-*")} == alive, "a task ran on after the interrupt"
+    assert quiet_after(case.path, 1.0) is None
+    assert ours(case.path) == case.before == theirs(case.path)
+    assert problems_after(case, None) == []
 
 
 MDT_OPS = ("write", "run-copy", "run-symlink", "clean", "rollback-failed", "rollback-last", "unschedule", "repair")
