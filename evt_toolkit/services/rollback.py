@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from evt_toolkit.compaction.schedule import abandoned_schedules, remove_abandoned_schedules
-from evt_toolkit.errors import EvtError, LogFormatError, ObjectNotFoundError, StorageError
+from evt_toolkit.errors import EvtError, LogFormatError, StorageError
 from evt_toolkit.faults import fault_point
 from evt_toolkit.format.log_writer import encode_rollback_command_block
 from evt_toolkit.format.logfile import BlockType, scan_log_blocks
@@ -73,6 +73,7 @@ from evt_toolkit.services.rollback_planner import (
     plan_deltacommit_rollback,
 )
 from evt_toolkit.storage.links import delete_link_or_file, held_by_another_file
+from evt_toolkit.storage.log_blocks import read_block_instants, unreadable_log
 from evt_toolkit.storage.ownership import drop_ownership, owned_files
 from evt_toolkit.table.fs_view import Listing, list_table_files
 from evt_toolkit.table.guards import TABLE_SERVICE_VERSIONS, has_metadata_table, require_writable
@@ -129,11 +130,14 @@ def _partition_of(rel: str) -> str:
     return posixpath.dirname(rel)
 
 
+_WHY = (
+    "to tell which instants wrote into it; the rollback deletes nothing it cannot check: make the file readable "
+    "(or restore it) and roll back again"
+)
+
+
 def _unreadable(storage: TableStorage, full: str, exc: BaseException) -> StorageError:
-    return StorageError(
-        f"{storage.uri}: cannot read log file {full} to tell which instants wrote into it ({exc}); the rollback "
-        "deletes nothing it cannot check: make the file readable (or restore it) and roll back again"
-    )
+    return unreadable_log(storage, full, _WHY, exc)
 
 
 def _log_facts(storage: TableStorage, rel: str) -> LogFacts | None:
@@ -147,23 +151,18 @@ def _log_facts(storage: TableStorage, rel: str) -> LogFacts | None:
     parsed = LogFileName.parse(name)
     if parsed is None or parsed.extension != "log" or parsed.suffix:
         return None
-    full = storage.full_path(rel)
-    try:
-        size = storage.size(rel)
-        with storage.open_input(rel) as f:
-            blocks = list(scan_log_blocks(f, size, full))
-    except ObjectNotFoundError as exc:
-        # Gone (deleted by an earlier attempt), or a dangling link: nothing to read and nothing a delete would lose.
-        # Anything else under the name (a folder, an entry the disk cannot stat) is not taken for a missing log.
-        if storage.lexists(rel) and not storage.is_symlink(rel):
-            raise _unreadable(storage, full, exc) from exc
+    read = read_block_instants(storage, rel, _WHY)
+    if read is None:
         return None
-    except (StorageError, OSError) as exc:  # a log that cannot be read is never taken for a missing one
-        raise _unreadable(storage, full, exc) from exc
-    instants = tuple(b.instant_time or "" for b in blocks if b.block_type is not BlockType.CORRUPT)
-    corrupt = sum(1 for b in blocks if b.block_type is BlockType.CORRUPT)
     return LogFacts(
-        _partition_of(rel), rel, parsed.file_id, parsed.base_instant, parsed.version, size, instants, corrupt
+        _partition_of(rel),
+        rel,
+        parsed.file_id,
+        parsed.base_instant,
+        parsed.version,
+        read.size,
+        read.instants,
+        read.corrupt,
     )
 
 

@@ -30,10 +30,8 @@ import pyarrow.compute as pc
 
 from evt_toolkit.errors import (
     EvtError,
-    ObjectNotFoundError,
     PendingTableServiceError,
     SchemaMismatchError,
-    StorageError,
     UnsupportedFeatureError,
     UnsupportedTableError,
     WriteError,
@@ -42,12 +40,12 @@ from evt_toolkit.faults import fault_point
 from evt_toolkit.format.bloom import bloom_config_from_properties
 from evt_toolkit.format.extra_metadata import WRITE_DELETE_EVENT_TIMES, DeleteEventTimes, encode_delete_event_times
 from evt_toolkit.format.log_writer import META_FIELDS, arrow_to_avro_schema, avro_schema_json, with_meta_fields
-from evt_toolkit.format.logfile import BlockType, scan_log_blocks
 from evt_toolkit.format.metadata import write_stat
 from evt_toolkit.format.names import COMPLETED, INFLIGHT, REQUESTED, LogFileName
 from evt_toolkit.format.ownership import WRITE
 from evt_toolkit.format.records import CommitMetadata, WriteStat
 from evt_toolkit.format.table_version import WRITABLE_TABLE_VERSIONS
+from evt_toolkit.storage.log_blocks import read_block_instants
 from evt_toolkit.storage.ownership import drop_ownership, owned_files, unscheduling_marker
 from evt_toolkit.table.fs_view import FileSystemView, list_partition_files
 from evt_toolkit.table.guards import has_metadata_table, require_writable
@@ -409,18 +407,9 @@ def _written_by(storage: TableStorage, rel: str, instant: str) -> bool:
     """Whether ``rel`` exists and, for a log, holds no block but ``instant``'s (torn bytes aside)."""
     if LogFileName.parse(posixpath.basename(rel)) is None:
         return storage.exists(rel)
-    try:
-        size = storage.size(rel)
-        with storage.open_input(rel) as f:
-            blocks = list(scan_log_blocks(f, size, storage.full_path(rel)))
-    except ObjectNotFoundError:
-        return False
-    except OSError as exc:  # a read from the open file failed: the file is kept, the write stops naming it
-        raise StorageError(
-            f"{storage.uri}: cannot read log file {storage.full_path(rel)} of deltacommit {instant} to tell whether "
-            f"only this write wrote it (it is kept): {exc}"
-        ) from exc
-    return all(b.instant_time == instant for b in blocks if b.block_type is not BlockType.CORRUPT)
+    why = f"of deltacommit {instant} to tell whether only this write wrote it (it is kept)"
+    read = read_block_instants(storage, rel, why)
+    return read is not None and all(i == instant for i in read.instants)
 
 
 def _new_buckets(fgs: list[FileGroupWrite]) -> list[FileGroupWrite]:
