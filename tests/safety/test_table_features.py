@@ -1,0 +1,307 @@
+"""Stock Hudi table features that change what a writer, compactor, cleaner or rollback must do: every writing
+operation either handles them as Hudi does or refuses them before it touches anything.
+
+Drives, on tables the writer built (versions 6 and 9) with the feature set in ``hoodie.properties`` or on the
+timeline the way stock Hudi sets it (the checksum covers the table name only, so it stays valid), and on copies of
+stock fixtures:
+
+* change data capture (``hoodie.table.cdc.enabled``), a bootstrapped table (``hoodie.bootstrap.base.path``), another
+  log file format, several base file formats, another table format, schema-on-read evolution (``latest_schema`` in
+  the commits) and a restore in progress: a write, a delete, a compaction schedule, a run of a plan scheduled
+  before, an unschedule, a clean, a rollback of a failed write and a repair are each refused with an
+  ``UnsupportedTableError`` naming the table and the setting, and every byte of the table stays as it was; queries
+  of a bootstrapped table are refused too (its skeleton base files hold no data columns);
+* the stock partial-update tables (v9 ``IS_PARTIAL`` blocks, by commit time and by event time) and the HFile-block
+  table: the compaction is refused when it is *scheduled*, naming the table and the log, with nothing written (the
+  plan was written and then every task refused it);
+* the same refusals of a Spark DataFrame write (``t.write(df, spark=...)`` and ``write_dataframe``);
+* a write to a table whose bucket layout Hudi keeps in ``.hoodie/.bucket_index`` (consistent hashing, 1.1's
+  partition-level buckets), by the bucket or the SIMPLE index, and a write with a timestamp or custom key
+  generator, are refused, the table unchanged;
+* a savepointed deltacommit is not rolled back (Hudi's ``validateSavepointRollbacks``), the table unchanged;
+* file groups a pending log compaction holds are left out of a compaction plan, and an event-time plan waits for
+  the log compaction, as for a pending compaction or clustering.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pytest
+
+import evt_toolkit as evt
+from evt_toolkit.compaction import EventTimeBasedCompactionStrategy, UnBoundedCompactionStrategy
+from evt_toolkit.errors import PendingTableServiceError, RollbackError, UnsupportedFeatureError, UnsupportedTableError
+from evt_toolkit.spark.executor import write_dataframe
+from tests.conftest import SKIP_NO_SHARED, fixture_table_path
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+def _tree(path: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir"
+        for p in sorted(path.rglob("*"))
+    }
+
+
+def _batch(ids: list[int], ts: int) -> pa.Table:
+    return pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            "ts": pa.array([ts] * len(ids), pa.int64()),
+            "v": pa.array([float(i * ts) for i in ids]),
+        }
+    )
+
+
+def _timeline_dir(root: Path, version: int) -> Path:
+    return root / ".hoodie" / "timeline" if version >= 8 else root / ".hoodie"
+
+
+def _completed_file(root: Path, version: int, instant: str) -> Path:
+    (found,) = [p for p in _timeline_dir(root, version).glob(f"{instant}*.deltacommit") if p.is_file()]
+    return found
+
+
+def _built(root: Path, version: int) -> tuple[evt.HudiTable, str, str]:
+    """A table with two committed writes, a pending compaction plan and a failed (inflight) write after it."""
+    t = evt.HudiTable.create(root, "features", "id", ordering_field="ts", buckets=1, table_version=version)
+    t.write(_batch([1, 2, 3], 1))
+    t.write(_batch([2, 3, 4], 2))
+    c = t.compaction.schedule(UnBoundedCompactionStrategy())
+    assert c is not None
+    failed = t.write(_batch([4, 5], 3))
+    _completed_file(root, version, failed).unlink()  # the write failed before it completed: left inflight
+    return evt.HudiTable.open(root), c.instant, failed
+
+
+def _add_properties(root: Path, lines: str) -> None:
+    props = root / ".hoodie" / "hoodie.properties"
+    keys = {line.split("=", 1)[0] for line in lines.splitlines() if line}
+    kept = [line for line in props.read_text().splitlines() if line.split("=", 1)[0] not in keys]
+    props.write_text("".join(line + "\n" for line in kept) + lines)
+
+
+def _set_latest_schema(root: Path, version: int, instant: str) -> None:
+    """What a writer with ``hoodie.schema.on.read.enable=true`` adds to each commit (v6 commits are JSON)."""
+    assert version == 6
+    path = _completed_file(root, version, instant)
+    meta = json.loads(path.read_text())
+    meta["extraMetadata"]["latest_schema"] = json.dumps(
+        {"max_column_id": 3, "version_id": int(instant), "type": "record", "fields": []}
+    )
+    path.write_text(json.dumps(meta, indent=2))
+
+
+def _start_restore(root: Path, version: int) -> None:
+    tl = _timeline_dir(root, version)
+    for suffix in ("restore.requested", "restore.inflight"):
+        (tl / f"29991231000000000.{suffix}").write_bytes(b"")
+
+
+FEATURES: dict[str, tuple[str, Callable[[Path, int, str], None]]] = {
+    "cdc": (
+        "hoodie.table.cdc.enabled",
+        lambda root, v, last: _add_properties(
+            root, "hoodie.table.cdc.enabled=true\nhoodie.table.cdc.supplemental.logging.mode=DATA_BEFORE_AFTER\n"
+        ),
+    ),
+    "bootstrap": (
+        "hoodie.bootstrap.base.path",
+        lambda root, v, last: _add_properties(root, f"hoodie.bootstrap.base.path={root.parent / 'source'}\n"),
+    ),
+    "log file format": (
+        "hoodie.table.log.file.format",
+        lambda root, v, last: _add_properties(root, "hoodie.table.log.file.format=PARQUET\n"),
+    ),
+    "multiple base file formats": (
+        "hoodie.table.multiple.base.file.formats.enable",
+        lambda root, v, last: _add_properties(root, "hoodie.table.multiple.base.file.formats.enable=true\n"),
+    ),
+    "table format": (
+        "hoodie.table.format",
+        lambda root, v, last: _add_properties(root, "hoodie.table.format=other\n"),
+    ),
+    "restore in progress": ("restore 29991231000000000", lambda root, v, last: _start_restore(root, v)),
+}
+CASES = [(name, 9) for name in FEATURES] + [("cdc", 6), ("bootstrap", 6), ("schema on read", 6)]
+
+
+def _operations(t: evt.HudiTable, c: str, failed: str) -> dict[str, Callable[[], object]]:
+    return {
+        "write": lambda: t.write(_batch([6], 4)),
+        "write pandas": lambda: t.write(_batch([7], 4).to_pandas()),
+        "delete": lambda: t.write(_batch([1], 5), operation="delete"),
+        "schedule": lambda: t.compaction.schedule(EventTimeBasedCompactionStrategy(threshold=10)),
+        "run": lambda: t.compaction.run(c),
+        "unschedule": lambda: t.compaction.unschedule(c, dry_run=False),
+        "clean": lambda: t.clean(dry_run=False),
+        "rollback": lambda: t.rollback(failed),
+        "repair": lambda: t.compaction.repair(dry_run=False),
+    }
+
+
+@pytest.mark.parametrize(("feature", "version"), CASES, ids=[f"{f}-v{v}" for f, v in CASES])
+def test_every_writing_operation_refuses_a_table_feature_it_does_not_keep(
+    tmp_path: Path, feature: str, version: int
+) -> None:
+    root = tmp_path / "t"
+    t, c, failed = _built(root, version)
+    snapshot = t.read()
+    if feature == "schema on read":
+        setting = "latest_schema"
+        last = [i for i in t.timeline.completed_commits()][-1].time
+        _set_latest_schema(root, version, last)
+    else:
+        setting, mutate = FEATURES[feature]
+        mutate(root, version, failed)
+    t = evt.HudiTable.open(root)
+    before = _tree(tmp_path)
+    operations = _operations(t, c, failed)
+    if feature == "bootstrap":  # a skeleton base file's columns live in its source file: queries are refused too
+        operations.update({"snapshot": lambda: t.read(), "read optimized": lambda: t.read("read_optimized")})
+    for what, attempt in operations.items():
+        with pytest.raises(UnsupportedTableError) as err:
+            attempt()
+        message = str(err.value)
+        assert str(root) in message and setting in message, (what, message)
+        assert _tree(tmp_path) == before, what
+    if feature != "bootstrap":
+        assert t.read().equals(snapshot)
+
+
+@pytest.mark.parametrize("version", [6, 9])
+def test_a_savepointed_deltacommit_is_not_rolled_back(tmp_path: Path, version: int) -> None:
+    root = tmp_path / "t"
+    t = evt.HudiTable.create(root, "features", "id", ordering_field="ts", buckets=1, table_version=version)
+    t.write(_batch([1, 2], 1))
+    last = t.write(_batch([2, 3], 2))
+    tl = _timeline_dir(root, version)
+    for suffix in ("savepoint.inflight", "savepoint"):  # `savepoint create` of the latest commit
+        name = f"{last}.{suffix}" if version < 8 or suffix.endswith("inflight") else f"{last}_{last}.{suffix}"
+        (tl / name).write_bytes(b"")
+    t = evt.HudiTable.open(root)
+    before = _tree(tmp_path)
+    with pytest.raises(RollbackError, match=f"savepoint {last}") as err:
+        t.rollback(last)
+    assert str(root) in str(err.value)
+    assert _tree(tmp_path) == before
+    assert sorted(t.read()["id"].to_pylist()) == [1, 2, 3]
+
+
+STOCK_UNMERGEABLE = {
+    "mor_table_partial_update": "partial-update blocks",
+    "mor_table_partial_update_event_time": "partial-update blocks",
+    "mor_table_hfile_log_block": "HFILE_DATA blocks",
+}
+
+
+def _stock_copy(tmp_path: Path, name: str) -> evt.HudiTable:
+    root = tmp_path / name
+    shutil.copytree(fixture_table_path(name), root, symlinks=True)
+    t = evt.HudiTable.open(root)
+    # The fixtures declare a metadata table they do not ship: disabled the way Hudi disables it.
+    t.metadata_table.disable(dry_run=False)
+    return evt.HudiTable.open(root)
+
+
+@SKIP_NO_SHARED
+@pytest.mark.parametrize("name", list(STOCK_UNMERGEABLE))
+def test_a_plan_of_logs_the_run_does_not_merge_is_refused_when_scheduled(tmp_path: Path, name: str) -> None:
+    t = _stock_copy(tmp_path, name)
+    before = _tree(tmp_path)
+    snapshot = t.read("read_optimized")
+    for link_mode in ("copy", "symlink"):
+        with pytest.raises(UnsupportedFeatureError) as err:
+            t.compaction.schedule(UnBoundedCompactionStrategy(), link_mode=link_mode, link_timing="schedule")
+        message = str(err.value)
+        assert str(t.path) in message and STOCK_UNMERGEABLE[name] in message and ".log." in message, message
+        assert _tree(tmp_path) == before
+        assert t.compaction.pending() == []
+    assert t.read("read_optimized").equals(snapshot)
+
+
+@SKIP_NO_SHARED
+def test_file_groups_of_a_pending_log_compaction_are_not_compacted(tmp_path: Path) -> None:
+    t = _stock_copy(tmp_path, "mor_table_log_compaction")
+    (lc,) = [i for i in t.timeline.instants if i.action == "deltacommit" and i.time == "20260409030522412"]
+    (done,) = (Path(t.path) / ".hoodie" / "timeline").glob(f"{lc.time}_*.deltacommit")
+    done.unlink()  # the log compaction is inflight (still running, or failed)
+    t = evt.HudiTable.open(t.path)
+    assert [i.time for i in t.timeline.pending_log_compactions()] == [lc.time]
+    before = _tree(tmp_path)
+    assert t.compaction.schedule(UnBoundedCompactionStrategy()) is None
+    with pytest.raises(PendingTableServiceError, match=f"log compaction {lc.time}"):
+        t.compaction.schedule(EventTimeBasedCompactionStrategy(threshold="2026-01-01"))
+    assert _tree(tmp_path) == before
+
+
+@pytest.mark.parametrize("layout", ["consistent_hashing_metadata", "partition_bucket_index_meta"])
+@pytest.mark.parametrize("version", [6, 9])
+def test_a_write_refuses_a_bucket_layout_kept_in_the_timeline_folder(tmp_path: Path, layout: str, version: int) -> None:
+    root = tmp_path / "t"
+    t = evt.HudiTable.create(root, "features", "id", ordering_field="ts", buckets=1, table_version=version)
+    t.write(_batch([1, 2], 1))
+    meta = root / ".hoodie" / ".bucket_index" / layout
+    meta.mkdir(parents=True)
+    (meta / "00000000000000.hashing_meta").write_text("{}")  # what a stock writer of such an index keeps there
+    t = evt.HudiTable.open(root)
+    before = _tree(tmp_path)
+    attempts = {"BUCKET": {"hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": "1"}}
+    if version >= 8:
+        attempts["SIMPLE"] = {"hoodie.index.type": "SIMPLE"}
+    for index, options in attempts.items():
+        for operation in ("upsert", "delete"):
+            with pytest.raises(UnsupportedTableError) as err:
+                t.write(_batch([2, 3], 2), operation=operation, options=options)
+            assert str(root) in str(err.value) and layout in str(err.value), (index, err.value)
+            assert _tree(tmp_path) == before
+    assert sorted(t.read()["id"].to_pylist()) == [1, 2]
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("hoodie.table.keygenerator.type", "TIMESTAMP"),
+        ("hoodie.table.keygenerator.type", "CUSTOM"),
+        ("hoodie.table.keygenerator.class", "org.apache.hudi.keygen.TimestampBasedKeyGenerator"),
+    ],
+)
+def test_a_write_refuses_a_key_generator_it_does_not_reproduce(tmp_path: Path, key: str, value: str) -> None:
+    root = tmp_path / "t"
+    t = evt.HudiTable.create(root, "features", "id", ordering_field="ts", buckets=1, table_version=9)
+    t.write(_batch([1, 2], 1))
+    # One of the two names, as Hudi 0.x (class) or 1.x (type) records it; the class wins when both are set.
+    _add_properties(root, "hoodie.table.keygenerator.class=\nhoodie.table.keygenerator.type=\n")
+    _add_properties(root, f"{key}={value}\n")
+    t = evt.HudiTable.open(root)
+    before = _tree(tmp_path)
+    with pytest.raises(UnsupportedTableError) as err:
+        t.write(_batch([2, 3], 2))
+    assert str(root) in str(err.value) and value in str(err.value)
+    assert _tree(tmp_path) == before
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("feature", ["cdc", "bootstrap"])
+def test_a_spark_dataframe_write_refuses_a_table_feature(spark: SparkSession, tmp_path: Path, feature: str) -> None:
+    root = tmp_path / "t"
+    t, _, failed = _built(root, 9)
+    setting, mutate = FEATURES[feature]
+    mutate(root, 9, failed)
+    t = evt.HudiTable.open(root)
+    before = _tree(tmp_path)
+    df = spark.createDataFrame(_batch([6, 7], 4).to_pandas())
+    for attempt in (lambda: t.write(df, spark=spark), lambda: write_dataframe(t, df)):
+        with pytest.raises(UnsupportedTableError) as err:
+            attempt()
+        assert str(root) in str(err.value) and setting in str(err.value), err.value
+        assert _tree(tmp_path) == before
