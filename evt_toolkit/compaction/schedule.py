@@ -54,9 +54,17 @@ from evt_toolkit.compaction.strategy import (
 from evt_toolkit.compaction.strategy import max_ingested_event_time as max_event_time_of_slices
 from evt_toolkit.compaction.trigger import check_can_schedule
 from evt_toolkit.compaction.unschedule import unschedule_compaction
-from evt_toolkit.errors import EvtError, LogFormatError, PendingTableServiceError, PlanValidationError, TimelineError
+from evt_toolkit.errors import (
+    EvtError,
+    LogFormatError,
+    PendingTableServiceError,
+    PlanValidationError,
+    TimelineError,
+    UnsupportedFeatureError,
+)
 from evt_toolkit.faults import fault_point
 from evt_toolkit.format.links import Link
+from evt_toolkit.format.logfile import BlockType, scan_log_blocks
 from evt_toolkit.format.names import BaseFileName
 from evt_toolkit.format.ownership import LINK, SCHEDULE, OwnedFile, OwnershipRecord
 from evt_toolkit.format.records import CompactionPlan
@@ -174,7 +182,11 @@ def schedule_compaction(
         PlanValidationError: bad link settings, an existing different file under a link name, or writes kept
             changing the slices while the plan was made (the plan is taken back then; nothing is left).
         SymlinkUnsupportedError: ``symlink`` links on storage without symlinks.
-        UnsupportedTableError: a table without meta fields (``hoodie.populate.meta.fields=false``).
+        UnsupportedTableError: a table without meta fields (``hoodie.populate.meta.fields=false``), or one the
+            table guard refuses (:func:`~evt_toolkit.table.guards.require_writable`).
+        UnsupportedFeatureError: a planned log holds partial-update, HFile or CDC blocks of a committed write, which
+            the run does not merge (nothing is written).
+        LogFormatError: a planned log holds a corrupt block (nothing is written).
     """
     if link_mode not in LINK_MODES:
         raise PlanValidationError(f"link_mode must be one of {', '.join(LINK_MODES)}, got {link_mode!r}")
@@ -305,6 +317,7 @@ def _schedule_once(
     if plan is None:
         return None
     _refuse_corrupt_logs(table, c, slices, plan)
+    _refuse_unmergeable_blocks(table, c, slices, plan)
 
     extra = {**plan.extra, EXTRA_EXACT_SPLIT: "true" if exact_split else "false"}
     extra.update(_remaining_figures(slices, selections))
@@ -350,6 +363,43 @@ def _refuse_corrupt_logs(table: Table, c: str, slices: Sequence[SliceInfo], plan
                     f"cannot schedule compaction {c} on {table.storage.uri}: log file {where} "
                     f"has {lf.corrupt_blocks} corrupt block(s) (a torn append); compacting it would lose that block's "
                     "records (repair or roll back the write first); nothing was written"
+                )
+
+
+def _refuse_unmergeable_blocks(table: Table, c: str, slices: Sequence[SliceInfo], plan: CompactionPlan) -> None:
+    """Refuse, before anything is written, a plan that compacts a log holding a block the run does not merge.
+
+    Partial-update blocks (``IS_PARTIAL`` header, Hudi 1.1's partial updates), HFile data blocks and CDC blocks of a
+    committed write: every task of such a plan would refuse its file group, so the plan could never run (and on
+    version 6 writers would put their logs into its new slices, after which it could not be unscheduled either).
+    The planned logs' block headers are read here, as the run reads them.
+    """
+    logs = {(lf.partition_path, lf.name): lf for s in slices for lf in s.log_files}
+    timeline = table.timeline
+    for op in plan.operations:
+        for name in op.delta_files:
+            lf = logs.get((op.partition_path, name))
+            if lf is None:
+                continue
+            with table.storage.open_input(lf.path) as f:
+                blocks = list(scan_log_blocks(f, lf.size, lf.path))
+            rolled_back = {b.target_instant_time for b in blocks if b.block_type is BlockType.COMMAND}
+            for blk in blocks:
+                if blk.is_corrupt or not blk.is_data or blk.instant_time is None:
+                    continue
+                if blk.instant_time in rolled_back or not timeline.is_visible(blk.instant_time):
+                    continue  # not read, so not merged either
+                if blk.is_partial:
+                    what = "partial-update blocks (IS_PARTIAL)"
+                elif blk.block_type in (BlockType.HFILE_DATA, BlockType.CDC_DATA):
+                    what = f"{blk.block_type.name} blocks"
+                else:
+                    continue
+                raise UnsupportedFeatureError(
+                    f"cannot schedule compaction {c} on {table.storage.uri}: log file "
+                    f"{table.storage.full_path(lf.path)} holds {what} of write {blk.instant_time}, which this toolkit "
+                    "reads but does not compact (every task of the plan would refuse its file group); nothing was "
+                    "written"
                 )
 
 
