@@ -176,8 +176,8 @@ def schedule_compaction(
         The scheduled compaction, or ``None`` when the strategy selects nothing (nothing is written then).
 
     Raises:
-        PendingTableServiceError: a write is inflight, or (event-time strategies) a compaction or clustering is
-            pending.
+        PendingTableServiceError: a write is inflight, or (event-time strategies) a compaction, clustering or log
+            compaction is pending.
         TimelineError: ``instant`` is not later than every completed write / pending compaction.
         PlanValidationError: bad link settings, an existing different file under a link name, or writes kept
             changing the slices while the plan was made (the plan is taken back then; nothing is left).
@@ -295,6 +295,7 @@ def _schedule_once(
     if strategy.event_time_aware:
         pending = [f"compaction {i.time}" for i in timeline.pending_compactions()]
         pending += [f"clustering {i.time}" for i in timeline.pending_clustering()]
+        pending += [f"log compaction {i.time}" for i in timeline.pending_log_compactions()]
         if pending:
             raise PendingTableServiceError(
                 f"cannot schedule event-time compaction {c}: {', '.join(pending)} pending; event-time plans run one "
