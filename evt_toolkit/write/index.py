@@ -12,7 +12,8 @@ BLOOM-index writers; a non-global index breaks a global one). So this module onl
   ``hoodie.index.type=SIMPLE`` in the write options: keys are looked up in the latest base files of their
   partition, updates and deletes go to the file group holding the key, inserts to new file groups with a base file.
 
-Everything else is refused with the reason: other index types, consistent-hashing buckets, a metadata table this
+Everything else is refused with the reason: other index types, consistent-hashing or partition-level buckets (named
+in the options, or found by their layout in ``.hoodie/.bucket_index``), a metadata table this
 toolkit does not maintain (``table.guards.require_writable`` refuses it, with Hudi's way to disable it), a table
 without meta fields.
 
@@ -25,6 +26,7 @@ Example:
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -42,6 +44,7 @@ __all__ = [
     "WriteIndex",
     "check_record_layout",
     "check_writable_1x",
+    "refuse_bucket_layout_metadata",
     "resolve_write_index",
 ]
 
@@ -155,10 +158,38 @@ SUPPORTED_KEY_GENERATORS = frozenset(
 )
 
 
+#: Where Hudi keeps the bucket layout of a consistent-hashing bucket index (``HASHING_METADATA_FOLDER_NAME``) and of
+#: Hudi 1.1's partition-level bucket index (``PARTITION_BUCKET_INDEX_HASHING_FOLDER``); neither exists otherwise.
+BUCKET_INDEX_FOLDER = ".hoodie/.bucket_index"
+
+
+def refuse_bucket_layout_metadata(table: Table) -> None:
+    """Refuse a write to a table whose bucket layout lives in ``.hoodie/.bucket_index``.
+
+    A consistent-hashing table maps key hashes to file groups through ``consistent_hashing_metadata`` (and resizes
+    them by clustering); a partition-level bucket index gives partitions their own bucket counts
+    (``partition_bucket_index_meta``). This writer places records by one fixed bucket count (or by a SIMPLE look-up
+    that puts new keys into new file groups), so a later stock writer would hash a key it wrote to another file group
+    and write it twice.
+
+    Raises:
+        UnsupportedTableError: naming the table and what the folder holds.
+    """
+    files, folders = table.storage.list_dir(BUCKET_INDEX_FOLDER)
+    if files or folders:
+        held = ", ".join(sorted(posixpath.basename(p) for p in [*(f.path for f in files), *folders]))
+        raise UnsupportedTableError(
+            f"{table.storage.uri}: cannot write a table whose bucket layout Hudi keeps in {BUCKET_INDEX_FOLDER} "
+            f"({held}: a consistent-hashing or partition-level bucket index); this writer places records by one "
+            "fixed bucket count or the SIMPLE index, so stock writers would find its keys in other file groups"
+        )
+
+
 def check_record_layout(table: Table) -> None:
     """Refuse a table (any version) whose records this writer would not key or place as stock Hudi writers do.
 
-    Meta fields, record key, key generator, Parquet base files and raw partition values: a table with
+    Meta fields, record key, key generator, Parquet base files, raw partition values and no bucket layout in
+    ``.hoodie/.bucket_index`` (:func:`refuse_bucket_layout_metadata`): a table with
     ``hoodie.datasource.write.partitionpath.urlencode=true`` has its partition values escaped by Hudi's writers
     (``x:y`` → ``x%3Ay``), so a record written under the raw value would sit in another folder than its key.
     Shared by the version-6 and the version-8/9 paths, so that no setting is checked on one and forgotten on the
@@ -183,6 +214,7 @@ def check_record_layout(table: Table) -> None:
             f"{where}: URL-encoded partition paths (hoodie.datasource.write.partitionpath.urlencode=true) are not "
             "written"
         )
+    refuse_bucket_layout_metadata(table)
 
 
 def check_writable_1x(table: Table, options: Mapping[str, str]) -> WriteIndex:
