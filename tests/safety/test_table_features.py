@@ -20,7 +20,9 @@ stock fixtures:
   generator, are refused, the table unchanged;
 * a savepointed deltacommit is not rolled back (Hudi's ``validateSavepointRollbacks``), the table unchanged;
 * file groups a pending log compaction holds are left out of a compaction plan, and an event-time plan waits for
-  the log compaction, as for a pending compaction or clustering.
+  the log compaction, as for a pending compaction or clustering;
+* a pending clustering (a stock plan re-aimed at the table's file group) holds off compaction schedules and writes,
+  the table unchanged, and the file groups it holds are the ones a plan would leave out.
 """
 
 from __future__ import annotations
@@ -37,7 +39,9 @@ import pytest
 
 import evt_toolkit as evt
 from evt_toolkit.compaction import EventTimeBasedCompactionStrategy, UnBoundedCompactionStrategy
+from evt_toolkit.compaction.event_times import held_by_other_table_services
 from evt_toolkit.errors import PendingTableServiceError, RollbackError, UnsupportedFeatureError, UnsupportedTableError
+from evt_toolkit.format.metadata import decode_replace_requested, encode_avro_container, load_schema
 from evt_toolkit.spark.executor import write_dataframe
 from tests.conftest import SKIP_NO_SHARED, fixture_table_path
 
@@ -304,4 +308,43 @@ def test_a_spark_dataframe_write_refuses_a_table_feature(spark: SparkSession, tm
         with pytest.raises(UnsupportedTableError) as err:
             attempt()
         assert str(root) in str(err.value) and setting in str(err.value), err.value
+        assert _tree(tmp_path) == before
+
+
+@SKIP_NO_SHARED
+def test_a_pending_clustering_holds_off_compactions_and_writes(tmp_path: Path) -> None:
+    root = tmp_path / "t"
+    t = evt.HudiTable.create(root, "features", "id", ordering_field="ts", buckets=2, table_version=9)
+    t.write(_batch([1, 2, 3, 4], 1))
+    t.write(_batch([1, 2, 3, 4], 2))
+    held = t.view.latest_file_slices()[0]
+    # A stock clustering plan (decoded from a stock table's), re-aimed at one of this table's file groups.
+    stock = fixture_table_path("mor_v9_txns_simple_nometa") / ".hoodie" / "timeline"
+    req = decode_replace_requested((stock / "20260307135840454.clustering.requested").read_bytes(), "stock")
+    group = dict(req["clusteringPlan"]["inputGroups"][0])
+    group["slices"] = [
+        {
+            "dataFilePath": None,
+            "deltaFilePaths": [lf.name for lf in held.log_files],
+            "fileId": held.file_id,
+            "partitionPath": held.partition_path,
+            "bootstrapFilePath": "",
+            "version": 1,
+        }
+    ]
+    plan = {**req, "clusteringPlan": {**req["clusteringPlan"], "inputGroups": [group]}}
+    clustering = "29990101000000000"
+    (root / ".hoodie" / "timeline" / f"{clustering}.clustering.requested").write_bytes(
+        encode_avro_container(plan, load_schema("HoodieRequestedReplaceMetadata"))
+    )
+    t = evt.HudiTable.open(root)
+    assert held_by_other_table_services(t) == {(held.partition_path, held.file_id): clustering}
+    before = _tree(tmp_path)
+    for attempt in (
+        lambda: t.compaction.schedule(UnBoundedCompactionStrategy()),
+        lambda: t.compaction.schedule(EventTimeBasedCompactionStrategy(threshold="2026-01-01")),
+        lambda: t.write(_batch([5], 3)),
+    ):
+        with pytest.raises(PendingTableServiceError, match=clustering):
+            attempt()
         assert _tree(tmp_path) == before
