@@ -348,3 +348,23 @@ def test_a_pending_clustering_holds_off_compactions_and_writes(tmp_path: Path) -
         with pytest.raises(PendingTableServiceError, match=clustering):
             attempt()
         assert _tree(tmp_path) == before
+
+
+@pytest.mark.parametrize("version", [6, 9])
+def test_a_write_refuses_url_encoded_partition_paths(tmp_path: Path, version: int) -> None:
+    """Hudi escapes such a table's partition values in its paths (``PartitionPathEncodeUtils``); written unescaped, a
+    value with a space or a colon would name another folder than a stock writer's, and its key live twice."""
+    root = tmp_path / "t"
+    t = evt.HudiTable.create(
+        root, "features", "id", partition_by="city", ordering_field="ts", buckets=1, table_version=version
+    )
+    batch = _batch([1, 2], 1).append_column("city", pa.array(["san francisco", "a:b"]))
+    t.write(batch)
+    _add_properties(root, "hoodie.datasource.write.partitionpath.urlencode=true\n")
+    t = evt.HudiTable.open(root)
+    before = _tree(tmp_path)
+    options = {"hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": "1"}
+    with pytest.raises(UnsupportedTableError) as err:
+        t.write(batch, options=options)
+    assert str(root) in str(err.value) and "URL-encoded" in str(err.value)
+    assert _tree(tmp_path) == before
