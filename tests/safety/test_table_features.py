@@ -368,3 +368,34 @@ def test_a_write_refuses_url_encoded_partition_paths(tmp_path: Path, version: in
         t.write(batch, options=options)
     assert str(root) in str(err.value) and "URL-encoded" in str(err.value)
     assert _tree(tmp_path) == before
+
+
+@pytest.mark.parametrize(
+    ("version", "line"),
+    [
+        (6, "hoodie.compaction.payload.class=com.example.SummingPayload"),
+        (8, "hoodie.compaction.payload.class=com.example.SummingPayload"),
+        (8, "hoodie.record.merge.strategy.id=1897ef5f-18bc-4557-939c-9d6a8afd1519"),
+    ],
+)
+def test_a_merge_of_the_tables_own_is_refused(tmp_path: Path, version: int, line: str) -> None:
+    """Hudi infers the CUSTOM merge mode from a payload class or (version 8) a merge strategy id it does not know
+    (``HoodieTableConfig.inferMergingConfigsForPreV9Table``); merged by the ordering field instead, a snapshot would
+    answer otherwise than Hudi. Every operation that merges refuses; the read-optimized view reads."""
+    root = tmp_path / "t"
+    t = evt.HudiTable.create(root, "features", "id", ordering_field="ts", buckets=1, table_version=version)
+    t.write(_batch([1, 2], 1))
+    t.write(_batch([2, 3], 2))
+    _add_properties(root, line + "\n")
+    t = evt.HudiTable.open(root)
+    before = _tree(tmp_path)
+    for what, attempt in {
+        "snapshot": lambda: t.read(),
+        "write": lambda: t.write(_batch([4], 3)),
+        "schedule": lambda: t.compaction.schedule(UnBoundedCompactionStrategy()),
+    }.items():
+        with pytest.raises(UnsupportedTableError) as err:
+            attempt()
+        assert str(root) in str(err.value) and line.split("=", 1)[1] in str(err.value), (what, err.value)
+        assert _tree(tmp_path) == before
+    assert t.read("read_optimized").num_rows == 0
