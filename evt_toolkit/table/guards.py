@@ -87,6 +87,24 @@ _PAYLOADS_WITH_RULES = (
 )
 
 
+#: The payload classes whose merge is event-time or commit-time ordering (``inferRecordMergeModeFromPayloadClass``).
+_BUILT_IN_PAYLOADS = frozenset(
+    {
+        "org.apache.hudi.common.model.DefaultHoodieRecordPayload",
+        "org.apache.hudi.common.model.EventTimeAvroPayload",
+        "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload",
+    }
+)
+#: Merge strategy ids of event-time and commit-time ordering, and the payload-based one (the payload class decides).
+_BUILT_IN_STRATEGY_IDS = frozenset(
+    {
+        "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5",
+        "ce9acb64-bde0-424c-9b91-f6ebba25356d",
+        "00000000-0000-0000-0000-000000000000",
+    }
+)
+
+
 def require_supported_merge(table: Table, operation: str) -> None:
     """Refuse ``operation``, which merges records, on a table whose merge this toolkit would get wrong.
 
@@ -95,7 +113,10 @@ def require_supported_merge(table: Table, operation: str) -> None:
       the greater next field;
     * a custom delete marker or a partial-update mode (``DeleteContext``, ``PartialUpdateMode``), or a payload class
       with such rules: the toolkit knows ``_hoodie_is_deleted`` and ``IS_PARTIAL`` blocks only, and would read a row
-      the table marks deleted as live.
+      the table marks deleted as live;
+    * on versions 6 and 8, a payload class or (version 8) a merge strategy id of the table's own, which Hudi infers
+      as the CUSTOM merge mode: merged by the ordering field instead, a row would be read otherwise than Hudi reads
+      it.
 
     Raises:
         UnsupportedTableError: naming the table and the setting.
@@ -116,6 +137,15 @@ def require_supported_merge(table: Table, operation: str) -> None:
     payload = (props.get("hoodie.compaction.payload.class") or props.get("hoodie.table.payload.class") or "").strip()
     if cfg.version < 9 and payload.rsplit(".", 1)[-1] in _PAYLOADS_WITH_RULES:
         rules.append(f"hoodie.compaction.payload.class={payload}")
+    elif cfg.version < 9 and payload and payload not in _BUILT_IN_PAYLOADS:
+        # HoodieTableConfig.inferRecordMergeModeFromPayloadClass: any other class is the table's own merge (CUSTOM).
+        rules.append(f"hoodie.compaction.payload.class={payload} (a payload class of the table's own)")
+    strategy = (
+        props.get("hoodie.record.merge.strategy.id") or props.get("hoodie.compaction.record.merger.strategy") or ""
+    ).strip()
+    if cfg.version == 8 and strategy and strategy not in _BUILT_IN_STRATEGY_IDS:
+        # inferRecordMergeModeFromMergeStrategyId: on version 8 the strategy id decides; any other id is CUSTOM.
+        rules.append(f"hoodie.record.merge.strategy.id={strategy} (a merger of the table's own)")
     if rules:
         raise UnsupportedTableError(
             f"{where}: its merge has rules this toolkit does not apply ({'; '.join(rules)}); it would read rows "
