@@ -18,6 +18,9 @@ stock fixtures:
 * a write to a table whose bucket layout Hudi keeps in ``.hoodie/.bucket_index`` (consistent hashing, 1.1's
   partition-level buckets), by the bucket or the SIMPLE index, and a write with a timestamp or custom key
   generator, are refused, the table unchanged;
+* a write to a table with URL-encoded partition paths is refused on version 6 as on 9;
+* a version-6 or 8 table with a payload class or merge strategy id of its own (Hudi's CUSTOM merge mode) is
+  refused by every operation that merges (snapshot, write, schedule), its read-optimized view read;
 * a savepointed deltacommit is not rolled back (Hudi's ``validateSavepointRollbacks``), the table unchanged;
 * file groups a pending log compaction holds are left out of a compaction plan, and an event-time plan waits for
   the log compaction, as for a pending compaction or clustering;
