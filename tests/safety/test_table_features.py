@@ -43,6 +43,7 @@ import pytest
 import evt_toolkit as evt
 from evt_toolkit.compaction import EventTimeBasedCompactionStrategy, UnBoundedCompactionStrategy
 from evt_toolkit.compaction.event_times import held_by_other_table_services
+from evt_toolkit.compaction.trigger import should_compact
 from evt_toolkit.errors import PendingTableServiceError, RollbackError, UnsupportedFeatureError, UnsupportedTableError
 from evt_toolkit.format.metadata import decode_replace_requested, encode_avro_container, load_schema
 from evt_toolkit.spark.executor import write_dataframe
@@ -249,6 +250,8 @@ def test_file_groups_of_a_pending_log_compaction_are_not_compacted(tmp_path: Pat
     with pytest.raises(PendingTableServiceError, match=f"log compaction {lc.time}"):
         t.compaction.schedule(EventTimeBasedCompactionStrategy(threshold="2026-01-01"))
     assert _tree(tmp_path) == before
+    decision = should_compact("EVENT_TIME_TRIGGER", t.compaction.can_schedule("29990101000000000"))
+    assert not decision.fire and f"log compaction {lc.time}" in decision.reason
 
 
 @pytest.mark.parametrize("layout", ["consistent_hashing_metadata", "partition_bucket_index_meta"])
