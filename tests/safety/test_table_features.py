@@ -405,3 +405,36 @@ def test_a_merge_of_the_tables_own_is_refused(tmp_path: Path, version: int, line
         assert str(root) in str(err.value) and line.split("=", 1)[1] in str(err.value), (what, err.value)
         assert _tree(tmp_path) == before
     assert t.read("read_optimized").num_rows == 0
+
+
+@pytest.mark.parametrize("version", [6, 9])
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"hoodie.index.type": "SIMPLE"},
+        {"hoodie.bucket.index.num.buckets": "4"},
+        {"hoodie.index.type": "BUCKET", "hoodie.bucket.index.num.buckets": "3"},
+        {"hoodie.bucket.index.hash.field": "ts"},
+    ],
+    ids=["simple", "buckets", "bucket-3", "hash-field"],
+)
+def test_a_write_refuses_options_against_the_index_the_table_records(
+    tmp_path: Path, version: int, options: dict[str, str]
+) -> None:
+    """A table that records its bucket index in ``hoodie.properties`` is written with that index: another index,
+    bucket count or hash field in the options would put a key into another file group than its writers look in
+    (and the key would live twice)."""
+    root = tmp_path / "t"
+    t = evt.HudiTable.create(root, "features", "id", ordering_field="ts", buckets=2, table_version=version)
+    t.write(_batch([1, 2, 3, 4], 1))
+    c = t.compaction.schedule(UnBoundedCompactionStrategy())  # every file group gets a base file
+    assert c is not None
+    t.compaction.run(c.instant)
+    before = _tree(tmp_path)
+    with pytest.raises(UnsupportedTableError) as err:
+        t.write(_batch([3, 4, 5, 6], 2), options=options)
+    key = next(k for k in options if k != "hoodie.index.type" or len(options) == 1)  # the setting that differs
+    assert str(root) in str(err.value) and key in str(err.value), err.value
+    assert _tree(tmp_path) == before
+    t.write(_batch([3, 4, 5, 6], 2), options={"hoodie.index.type": "BUCKET"})  # the table's own settings, named
+    assert sorted(t.read()["id"].to_pylist()) == [1, 2, 3, 4, 5, 6]
