@@ -101,7 +101,8 @@ def resolve_write_index(
 
     Args:
         props: ``hoodie.properties``.
-        options: the write options (they win over the properties, as a Hudi writer config would).
+        options: the write options (they win over settings the properties leave out, as a Hudi writer config would;
+            one naming another index than the properties record is refused).
         version: the table version.
         where: the table, for messages.
         record_key_fields: the record key fields (default hash fields).
@@ -110,6 +111,7 @@ def resolve_write_index(
         UnsupportedTableError: no index declared, or one this writer cannot keep consistent (named, with why).
         WriteError: a malformed bucket count.
     """
+    _refuse_options_against_the_table(props, options, where)
     kind = _setting(options, props, INDEX_TYPE_KEY).upper()
     num_buckets_text = _setting(options, props, NUM_BUCKETS_KEY)
     if not kind and num_buckets_text:
@@ -150,6 +152,39 @@ def resolve_write_index(
             )
         return WriteIndex(SIMPLE)
     raise UnsupportedTableError(f"{where}: unknown {INDEX_TYPE_KEY}={kind}")
+
+
+def _normalized(key: str, value: str) -> str:
+    value = value.strip()
+    if key == NUM_BUCKETS_KEY:
+        return value.lstrip("0") or "0"
+    if key == HASH_FIELD_KEY:
+        return ",".join(f.strip() for f in value.split(",") if f.strip())
+    return value.upper()
+
+
+def _refuse_options_against_the_table(props: Mapping[str, str], options: Mapping[str, str], where: str) -> None:
+    """Refuse write options that name another index than the one ``hoodie.properties`` records for the table.
+
+    A table that records its index (``HudiTable.create`` records the bucket index: type, bucket count, hash field)
+    is written by its writers with it: another index, bucket count or hash field would put a key into another file
+    group than they look in, and the key would then live twice. (The options otherwise win, as a Hudi writer
+    config does: a stock table records no index.)
+
+    Raises:
+        UnsupportedTableError: naming the table, the setting and both values.
+    """
+    declared = {k: (props.get(k) or "").strip() for k in (INDEX_TYPE_KEY, NUM_BUCKETS_KEY, HASH_FIELD_KEY)}
+    declared[BUCKET_ENGINE_KEY] = (props.get(BUCKET_ENGINE_KEY) or "").strip()
+    if not declared[INDEX_TYPE_KEY] and declared[NUM_BUCKETS_KEY]:
+        declared[INDEX_TYPE_KEY] = BUCKET  # tables created before the toolkit recorded hoodie.index.type
+    for key, recorded in declared.items():
+        asked = (options.get(key) or "").strip()
+        if recorded and asked and _normalized(key, asked) != _normalized(key, recorded):
+            raise UnsupportedTableError(
+                f"{where}: the write options name {key}={asked}, but the table records {key}={recorded} in "
+                "hoodie.properties: its writers would look for the written keys in other file groups"
+            )
 
 
 #: Key generators whose keys and partition paths :mod:`evt_toolkit.write.task` reproduces, by class or 1.x type.
