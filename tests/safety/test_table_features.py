@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -46,7 +47,9 @@ from evt_toolkit.compaction.event_times import held_by_other_table_services
 from evt_toolkit.compaction.trigger import should_compact
 from evt_toolkit.errors import PendingTableServiceError, RollbackError, UnsupportedFeatureError, UnsupportedTableError
 from evt_toolkit.format.metadata import decode_replace_requested, encode_avro_container, load_schema
+from evt_toolkit.format.ownership import LINK, SCHEDULE, OwnedFile
 from evt_toolkit.spark.executor import write_dataframe
+from evt_toolkit.storage.ownership import record_ownership
 from tests.conftest import SKIP_NO_SHARED, fixture_table_path
 
 if TYPE_CHECKING:
@@ -438,3 +441,26 @@ def test_a_write_refuses_options_against_the_index_the_table_records(
     assert _tree(tmp_path) == before
     t.write(_batch([3, 4, 5, 6], 2), options={"hoodie.index.type": "BUCKET"})  # the table's own settings, named
     assert sorted(t.read()["id"].to_pylist()) == [1, 2, 3, 4, 5, 6]
+
+
+def test_a_clean_of_a_savepointed_table_is_refused_before_it_touches_anything(tmp_path: Path) -> None:
+    """Clean refuses a table with savepoints; it did so after it had deleted the links of abandoned schedules."""
+    root = tmp_path / "t"
+    t = evt.HudiTable.create(root, "features", "id", ordering_field="ts", buckets=1, table_version=6)
+    t.write(_batch([1, 2], 1))
+    last = t.write(_batch([2, 3], 2))
+    # A schedule that died between its links and its plan, long ago: a recorded link of an instant no timeline knows.
+    (log,) = t.view.latest_file_slices()[0].log_files[:1]
+    dead = "20200101000000000"
+    link = log.path.replace(log.instant, dead)
+    record_ownership(t.storage, dead, SCHEDULE, "links", [OwnedFile(link, LINK)])
+    shutil.copyfile(root / log.path, root / link)
+    for p in [*(root / ".hoodie" / ".temp").rglob("*"), root / link]:
+        os.utime(p, (1_000_000_000, 1_000_000_000))
+    for suffix in ("savepoint.inflight", "savepoint"):
+        (root / ".hoodie" / f"{last}.{suffix}").write_bytes(b"")
+    t = evt.HudiTable.open(root)
+    before = _tree(tmp_path)
+    with pytest.raises(UnsupportedFeatureError, match="savepoints"):
+        t.clean(dry_run=False)
+    assert _tree(tmp_path) == before
