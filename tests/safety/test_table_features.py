@@ -42,6 +42,7 @@ import pyarrow as pa
 import pytest
 
 import evt_toolkit as evt
+import evt_toolkit.compaction.schedule as schedule_module
 from evt_toolkit.compaction import EventTimeBasedCompactionStrategy, UnBoundedCompactionStrategy
 from evt_toolkit.compaction.event_times import held_by_other_table_services
 from evt_toolkit.compaction.trigger import should_compact
@@ -464,3 +465,28 @@ def test_a_clean_of_a_savepointed_table_is_refused_before_it_touches_anything(tm
     with pytest.raises(UnsupportedFeatureError, match="savepoints"):
         t.clean(dry_run=False)
     assert _tree(tmp_path) == before
+
+
+@SKIP_NO_SHARED
+@pytest.mark.parametrize("name", list(STOCK_UNMERGEABLE))
+def test_a_stock_plan_of_logs_the_run_does_not_merge_is_refused_naming_the_table(
+    tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plan stock Hudi scheduled (Hudi 1.1 compacts partial updates) over such logs: the run refuses it, naming the
+    compaction and the table (the refusal came from deep in the readers, naming a file group or a log only), and
+    unschedule takes it back."""
+    t = _stock_copy(tmp_path, name)
+    before = _tree(tmp_path)
+    snapshot = t.read("read_optimized")
+    # The plan as a stock scheduler writes it: this toolkit's schedule, without its own refusal.
+    monkeypatch.setattr(schedule_module, "_refuse_unmergeable_blocks", lambda *args: None)
+    c = t.compaction.schedule(UnBoundedCompactionStrategy())
+    monkeypatch.undo()
+    assert c is not None
+    with pytest.raises(UnsupportedFeatureError) as err:
+        t.compaction.run(c.instant)
+    message = str(err.value)
+    assert f"compaction {c.instant} of {t.path}" in message and STOCK_UNMERGEABLE[name].split()[0] in message, message
+    assert t.compaction.unschedule(c.instant, dry_run=False).deleted
+    assert {k: v for k, v in _tree(tmp_path).items() if ".hoodie/.temp" not in k} == before
+    assert t.read("read_optimized").equals(snapshot)
