@@ -52,6 +52,7 @@ from evt_toolkit.format.ownership import LINK, SCHEDULE, OwnedFile
 from evt_toolkit.spark.executor import write_dataframe
 from evt_toolkit.storage.ownership import record_ownership
 from tests.conftest import SKIP_NO_SHARED, fixture_table_path
+from tests.faults import assert_killed, run_child
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -490,3 +491,25 @@ def test_a_stock_plan_of_logs_the_run_does_not_merge_is_refused_naming_the_table
     assert t.compaction.unschedule(c.instant, dry_run=False).deleted
     assert {k: v for k, v in _tree(tmp_path).items() if ".hoodie/.temp" not in k} == before
     assert t.read("read_optimized").equals(snapshot)
+
+
+@pytest.mark.parametrize("version", [6, 9])
+def test_no_compaction_is_scheduled_while_a_rollback_is_pending(tmp_path: Path, version: int) -> None:
+    """Hudi finishes pending rollbacks before it schedules a table service. A rollback stopped before it un-committed
+    its target leaves the target committed: a compaction scheduled then took the target's records into its base
+    files, and the rollback could never finish (a later instant now depended on its target)."""
+    root = tmp_path / "t"
+    t = evt.HudiTable.create(root, "features", "id", ordering_field="ts", buckets=1, table_version=version)
+    t.write(_batch([1, 2], 1))
+    last = t.write(_batch([2, 3], 2))
+    assert_killed(run_child(root, "rollback.after_inflight", "rollback", last))
+    t = evt.HudiTable.open(root)
+    (pending,) = [i for i in t.timeline.instants if i.action == "rollback" and not i.is_completed]
+    before = _tree(tmp_path)
+    for strategy in (UnBoundedCompactionStrategy(), EventTimeBasedCompactionStrategy(threshold="2026-01-01")):
+        with pytest.raises(PendingTableServiceError, match=f"rollback {pending.time}"):
+            t.compaction.schedule(strategy)
+        assert _tree(tmp_path) == before
+    t.rollback(last)  # resumed
+    assert t.compaction.schedule(UnBoundedCompactionStrategy()) is not None
+    assert t.read().select(["id", "ts", "v"]).sort_by("id").to_pydict() == _batch([1, 2], 1).to_pydict()
