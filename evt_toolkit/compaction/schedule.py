@@ -71,6 +71,7 @@ from evt_toolkit.format.records import CompactionPlan
 from evt_toolkit.storage.links import create_links, delete_link_or_file, require_symlinks
 from evt_toolkit.storage.ownership import MARKER_ROOT, drop_ownership, ownership_records, record_ownership
 from evt_toolkit.table.guards import TABLE_SERVICE_VERSIONS, require_meta_fields, require_writable
+from evt_toolkit.table.timeline import ROLLBACK
 from evt_toolkit.write.instants import new_instant_time, timeline_times
 
 if TYPE_CHECKING:
@@ -280,6 +281,7 @@ def _schedule_once(
 ) -> ScheduledCompaction | None:
     table.refresh()
     require_writable(table, "schedule a compaction", versions=TABLE_SERVICE_VERSIONS, merges=True)
+    _refuse_pending_rollbacks(table)
     remove_abandoned_schedules(table)
     timeline = table.timeline
     # On 1.x requested and completion times come from one clock: C must exceed every completion time too (fence 1 of
@@ -365,6 +367,28 @@ def _refuse_corrupt_logs(table: Table, c: str, slices: Sequence[SliceInfo], plan
                     f"has {lf.corrupt_blocks} corrupt block(s) (a torn append); compacting it would lose that block's "
                     "records (repair or roll back the write first); nothing was written"
                 )
+
+
+def _refuse_pending_rollbacks(table: Table) -> None:
+    """Refuse to plan while a rollback is pending, as Hudi finishes pending rollbacks before it schedules a table
+    service (``rollbackFailedWrites``). Stopped before it un-committed its target, a rollback leaves the target
+    committed: a plan would take its records into base files, and the rollback could then never finish.
+
+    Raises:
+        PendingTableServiceError: naming the rollback, its target and the table.
+    """
+    timeline = table.timeline
+    for inst in timeline.instants:
+        if inst.action != ROLLBACK or inst.is_completed:
+            continue
+        try:
+            target = timeline.rollback_plan(inst).target
+        except EvtError:
+            target = "?"
+        raise PendingTableServiceError(
+            f"cannot schedule a compaction on {table.storage.uri}: rollback {inst.time} of {target} is pending; "
+            f"finish it first (t.rollback('{target}') resumes it)"
+        )
 
 
 def _refuse_unmergeable_blocks(table: Table, c: str, slices: Sequence[SliceInfo], plan: CompactionPlan) -> None:
