@@ -356,12 +356,41 @@ class _Gathered:
     max_index: dict[tuple[str, str], int]
 
 
+def held_by_other_table_services(table: Table) -> dict[tuple[str, str], str]:
+    """``(partition, file id) -> instant`` of the file groups a pending log compaction or clustering plan holds.
+
+    Hudi's compaction planner leaves them out (``BaseHoodieCompactionPlanGenerator``: file groups in pending
+    compaction, log compaction and clustering): a log compaction completing after a compaction of its file group
+    would add its compacted log to the new slice, and a clustering would replace the file group the compaction
+    wrote. A replace commit without a clustering plan (insert overwrite) names no file groups until it completes.
+    """
+    timeline = table.timeline
+    out: dict[tuple[str, str], str] = {}
+    for inst in timeline.pending_log_compactions():
+        try:
+            operations = timeline.compaction_plan(inst).operations
+        except EvtError:
+            continue  # no plan to read (yet): nothing known to leave out
+        for op in operations:
+            out[(op.partition_path, op.file_id)] = inst.time
+    for inst in timeline.pending_clustering():
+        try:
+            plan = timeline.replace_requested(inst).get("clusteringPlan") or {}
+        except EvtError:
+            continue
+        for group in plan.get("inputGroups") or ():
+            for sl in group.get("slices") or ():
+                out[(sl.get("partitionPath") or "", sl.get("fileId") or "")] = inst.time
+    return out
+
+
 def _gather(table: Table, event_time_field: str | None, unit: EpochUnit | None, use_write_stats: bool) -> _Gathered:
     field = event_time_field or table.config.event_time_field
     # The table's unit unless the caller names one: a scan must read integer epochs as the writer meant them.
     unit = unit or cast("EpochUnit", table.config.event_time_unit or "ms")
     view = table.view
-    pending = {k: v.time for k, v in view.pending_compaction_operations.items()}
+    pending = held_by_other_table_services(table)
+    pending.update({k: v.time for k, v in view.pending_compaction_operations.items()})
     merged: list[FileSlice] = view.latest_merged_file_slices()
     timeline = table.timeline
     keys: dict[tuple[str, str], _CacheKey] = {}

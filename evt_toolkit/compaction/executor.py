@@ -38,7 +38,7 @@ import contextlib
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -204,7 +204,8 @@ def _run_tasks(
         threads = int(spark.sparkContext.getConf().get("spark.task.cpus", "1") or 1)
         tasks = [replace(t, decode_threads=threads) for t in tasks]
     if spark is None:
-        return _run_tasks_here(tasks, progress, storage)
+        with _naming_the_run(tasks[0].instant if tasks else "?", storage.uri):
+            return _run_tasks_here(tasks, progress, storage)
     sc = spark.sparkContext
     rdd = sc.parallelize(tasks, numSlices=max(1, total)).map(run_merge_task)
     instant = tasks[0].instant if tasks else "?"
@@ -233,6 +234,23 @@ def _run_tasks(
             f"compaction {instant} of {storage.uri}: a task failed on Spark (or its job was cancelled); nothing was "
             f"committed: {detail}"
         ) from exc
+
+
+@contextlib.contextmanager
+def _naming_the_run(instant: str, uri: str) -> Iterator[None]:
+    """Add the compaction and the table to a task's refusal that does not name the table (a block the task does
+    not merge, a log it cannot decode: raised deep in the readers, which know the file only); same error type."""
+    try:
+        yield
+    except EvtError as exc:
+        if uri in str(exc):
+            raise
+        try:
+            named = type(exc)(f"compaction {instant} of {uri}: {exc}")
+        except TypeError:  # an error type whose constructor takes more than a message
+            raise exc from None
+        named.__dict__.update(exc.__dict__)  # LogFormatError's path and offset
+        raise named from exc
 
 
 def local_task_slots(tasks: int) -> int:

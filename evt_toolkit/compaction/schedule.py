@@ -54,15 +54,24 @@ from evt_toolkit.compaction.strategy import (
 from evt_toolkit.compaction.strategy import max_ingested_event_time as max_event_time_of_slices
 from evt_toolkit.compaction.trigger import check_can_schedule
 from evt_toolkit.compaction.unschedule import unschedule_compaction
-from evt_toolkit.errors import EvtError, LogFormatError, PendingTableServiceError, PlanValidationError, TimelineError
+from evt_toolkit.errors import (
+    EvtError,
+    LogFormatError,
+    PendingTableServiceError,
+    PlanValidationError,
+    TimelineError,
+    UnsupportedFeatureError,
+)
 from evt_toolkit.faults import fault_point
 from evt_toolkit.format.links import Link
+from evt_toolkit.format.logfile import BlockType, scan_log_blocks
 from evt_toolkit.format.names import BaseFileName
 from evt_toolkit.format.ownership import LINK, SCHEDULE, OwnedFile, OwnershipRecord
 from evt_toolkit.format.records import CompactionPlan
 from evt_toolkit.storage.links import create_links, delete_link_or_file, require_symlinks
 from evt_toolkit.storage.ownership import MARKER_ROOT, drop_ownership, ownership_records, record_ownership
 from evt_toolkit.table.guards import TABLE_SERVICE_VERSIONS, require_meta_fields, require_writable
+from evt_toolkit.table.timeline import ROLLBACK
 from evt_toolkit.write.instants import new_instant_time, timeline_times
 
 if TYPE_CHECKING:
@@ -168,13 +177,17 @@ def schedule_compaction(
         The scheduled compaction, or ``None`` when the strategy selects nothing (nothing is written then).
 
     Raises:
-        PendingTableServiceError: a write is inflight, or (event-time strategies) a compaction or clustering is
-            pending.
+        PendingTableServiceError: a write is inflight, or (event-time strategies) a compaction, clustering or log
+            compaction is pending.
         TimelineError: ``instant`` is not later than every completed write / pending compaction.
         PlanValidationError: bad link settings, an existing different file under a link name, or writes kept
             changing the slices while the plan was made (the plan is taken back then; nothing is left).
         SymlinkUnsupportedError: ``symlink`` links on storage without symlinks.
-        UnsupportedTableError: a table without meta fields (``hoodie.populate.meta.fields=false``).
+        UnsupportedTableError: a table without meta fields (``hoodie.populate.meta.fields=false``), or one the
+            table guard refuses (:func:`~evt_toolkit.table.guards.require_writable`).
+        UnsupportedFeatureError: a planned log holds partial-update, HFile or CDC blocks of a committed write, which
+            the run does not merge (nothing is written).
+        LogFormatError: a planned log holds a corrupt block (nothing is written).
     """
     if link_mode not in LINK_MODES:
         raise PlanValidationError(f"link_mode must be one of {', '.join(LINK_MODES)}, got {link_mode!r}")
@@ -268,6 +281,7 @@ def _schedule_once(
 ) -> ScheduledCompaction | None:
     table.refresh()
     require_writable(table, "schedule a compaction", versions=TABLE_SERVICE_VERSIONS, merges=True)
+    _refuse_pending_rollbacks(table)
     remove_abandoned_schedules(table)
     timeline = table.timeline
     # On 1.x requested and completion times come from one clock: C must exceed every completion time too (fence 1 of
@@ -283,6 +297,7 @@ def _schedule_once(
     if strategy.event_time_aware:
         pending = [f"compaction {i.time}" for i in timeline.pending_compactions()]
         pending += [f"clustering {i.time}" for i in timeline.pending_clustering()]
+        pending += [f"log compaction {i.time}" for i in timeline.pending_log_compactions()]
         if pending:
             raise PendingTableServiceError(
                 f"cannot schedule event-time compaction {c}: {', '.join(pending)} pending; event-time plans run one "
@@ -305,6 +320,7 @@ def _schedule_once(
     if plan is None:
         return None
     _refuse_corrupt_logs(table, c, slices, plan)
+    _refuse_unmergeable_blocks(table, c, slices, plan)
 
     extra = {**plan.extra, EXTRA_EXACT_SPLIT: "true" if exact_split else "false"}
     extra.update(_remaining_figures(slices, selections))
@@ -350,6 +366,65 @@ def _refuse_corrupt_logs(table: Table, c: str, slices: Sequence[SliceInfo], plan
                     f"cannot schedule compaction {c} on {table.storage.uri}: log file {where} "
                     f"has {lf.corrupt_blocks} corrupt block(s) (a torn append); compacting it would lose that block's "
                     "records (repair or roll back the write first); nothing was written"
+                )
+
+
+def _refuse_pending_rollbacks(table: Table) -> None:
+    """Refuse to plan while a rollback is pending, as Hudi finishes pending rollbacks before it schedules a table
+    service (``rollbackFailedWrites``). Stopped before it un-committed its target, a rollback leaves the target
+    committed: a plan would take its records into base files, and the rollback could then never finish.
+
+    Raises:
+        PendingTableServiceError: naming the rollback, its target and the table.
+    """
+    timeline = table.timeline
+    for inst in timeline.instants:
+        if inst.action != ROLLBACK or inst.is_completed:
+            continue
+        try:
+            target = timeline.rollback_plan(inst).target
+        except EvtError:
+            target = "?"
+        raise PendingTableServiceError(
+            f"cannot schedule a compaction on {table.storage.uri}: rollback {inst.time} of {target} is pending; "
+            f"finish it first (t.rollback('{target}') resumes it)"
+        )
+
+
+def _refuse_unmergeable_blocks(table: Table, c: str, slices: Sequence[SliceInfo], plan: CompactionPlan) -> None:
+    """Refuse, before anything is written, a plan that compacts a log holding a block the run does not merge.
+
+    Partial-update blocks (``IS_PARTIAL`` header, Hudi 1.1's partial updates), HFile data blocks and CDC blocks of a
+    committed write: every task of such a plan would refuse its file group, so the plan could never run (and on
+    version 6 writers would put their logs into its new slices, after which it could not be unscheduled either).
+    The planned logs' block headers are read here, as the run reads them.
+    """
+    logs = {(lf.partition_path, lf.name): lf for s in slices for lf in s.log_files}
+    timeline = table.timeline
+    for op in plan.operations:
+        for name in op.delta_files:
+            lf = logs.get((op.partition_path, name))
+            if lf is None:
+                continue
+            with table.storage.open_input(lf.path) as f:
+                blocks = list(scan_log_blocks(f, lf.size, lf.path))
+            rolled_back = {b.target_instant_time for b in blocks if b.block_type is BlockType.COMMAND}
+            for blk in blocks:
+                if blk.is_corrupt or not blk.is_data or blk.instant_time is None:
+                    continue
+                if blk.instant_time in rolled_back or not timeline.is_visible(blk.instant_time):
+                    continue  # not read, so not merged either
+                if blk.is_partial:
+                    what = "partial-update blocks (IS_PARTIAL)"
+                elif blk.block_type in (BlockType.HFILE_DATA, BlockType.CDC_DATA):
+                    what = f"{blk.block_type.name} blocks"
+                else:
+                    continue
+                raise UnsupportedFeatureError(
+                    f"cannot schedule compaction {c} on {table.storage.uri}: log file "
+                    f"{table.storage.full_path(lf.path)} holds {what} of write {blk.instant_time}, which this toolkit "
+                    "reads but does not compact (every task of the plan would refuse its file group); nothing was "
+                    "written"
                 )
 
 

@@ -223,9 +223,10 @@ def should_compact(
 ) -> TriggerDecision:
     """Whether the trigger fires (``ScheduleCompactionActionExecutor.needCompact`` plus ``EVENT_TIME_TRIGGER``).
 
-    Like Hudi, nothing fires on a table without any deltacommit. ``EVENT_TIME_TRIGGER`` refuses while a compaction
-    or clustering plan is pending (serial rule) and otherwise fires when at least one deltacommit completed since
-    the last compaction — the threshold, not a commit count, decides what the plan takes.
+    Like Hudi, nothing fires on a table without any deltacommit. ``EVENT_TIME_TRIGGER`` refuses while a compaction,
+    clustering or log compaction plan is pending (serial rule, as the event-time schedule) and otherwise fires when at
+    least one deltacommit completed since the last compaction — the threshold, not a commit count, decides what the
+    plan takes.
 
     Args:
         strategy: the trigger.
@@ -245,6 +246,7 @@ def should_compact(
     if kind is CompactionTriggerStrategy.EVENT_TIME_TRIGGER:
         pending = [f"compaction {t}" for t in facts.pending_compactions]
         pending += [f"clustering {t}" for t in facts.pending_clustering]
+        pending += [f"log compaction {t}" for t in facts.pending_log_compactions]
         if pending:
             return TriggerDecision(
                 False,

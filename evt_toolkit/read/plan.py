@@ -92,9 +92,11 @@ class ReadSpec:
 
         Raises:
             UnsupportedTableError: partition columns that only the partition path holds
-                (:func:`~evt_toolkit.table.guards.require_partition_columns_stored`).
+                (:func:`~evt_toolkit.table.guards.require_partition_columns_stored`), or a bootstrapped table
+                (:func:`~evt_toolkit.table.guards.require_not_bootstrapped`).
         """
         guards.require_partition_columns_stored(table, "run a query")
+        guards.require_not_bootstrapped(table, "run a query")
         cfg = table.config
         avro = latest_avro_schema(cfg, table.timeline)
         reader_avro = with_meta_fields(avro) if avro is not None and cfg.populate_meta_fields else avro

@@ -322,12 +322,12 @@ def clean(
     """
     table.refresh()
     require_writable(table, "clean", merge_on_read=False, versions=TABLE_SERVICE_VERSIONS)
-    if not dry_run:
-        remove_abandoned_schedules(table)
-    if any(i.action == SAVEPOINT for i in table.timeline.instants):
+    if any(i.action == SAVEPOINT for i in table.timeline.instants):  # refused before anything is touched
         raise UnsupportedFeatureError(
             f"{table.storage.uri} has savepoints; cleaning around savepointed files is not supported"
         )
+    if not dry_run:
+        remove_abandoned_schedules(table)
     resumed = _resume_pending(table, dry_run)
     if resumed is not None:
         return resumed

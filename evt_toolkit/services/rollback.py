@@ -78,7 +78,15 @@ from evt_toolkit.storage.ownership import drop_ownership, owned_files
 from evt_toolkit.table.fs_view import Listing, list_table_files
 from evt_toolkit.table.guards import TABLE_SERVICE_VERSIONS, has_metadata_table, require_writable
 from evt_toolkit.table.metadata_table import compaction_holding, load_metadata_table
-from evt_toolkit.table.timeline import COMPACTION, DELTA_COMMIT, ROLLBACK, WRITE_ACTIONS, Instant, InstantState
+from evt_toolkit.table.timeline import (
+    COMPACTION,
+    DELTA_COMMIT,
+    ROLLBACK,
+    SAVEPOINT,
+    WRITE_ACTIONS,
+    Instant,
+    InstantState,
+)
 from evt_toolkit.write.instants import new_instant_time, timeline_times
 from evt_toolkit.write.metadata_sync import rollback_metadata_instant
 
@@ -462,6 +470,13 @@ def _check_rollbackable(table: Table, inst: Instant) -> None:
             "can be rolled back"
         )
     if inst.is_completed:
+        savepoints = [i for i in table.timeline.instants if i.action == SAVEPOINT and i.time == inst.time]
+        if savepoints:
+            # BaseRollbackActionExecutor.validateSavepointRollbacks: a savepoint keeps the files of its commit.
+            raise RollbackError(
+                f"cannot roll back deltacommit {inst.time} of {uri}: it is savepointed (savepoint {inst.time}); "
+                "delete the savepoint first, as Hudi requires"
+            )
         if inst.completion_time and has_metadata_table(table):
             mdt = load_metadata_table(table)
             compaction = compaction_holding(mdt, inst.completion_time) if mdt is not None else None

@@ -37,7 +37,7 @@ from evt_toolkit.format.log_writer import arrow_to_avro_schema, check_ordering_v
 from evt_toolkit.storage.calls import run_spark_job
 from evt_toolkit.table.schema import latest_avro_schema
 from evt_toolkit.write.bucket import bucket_ids
-from evt_toolkit.write.index import BUCKET, resolve_write_index
+from evt_toolkit.write.index import BUCKET
 from evt_toolkit.write.key_encoding import single_key_field_prefixed
 from evt_toolkit.write.plan import FileGroupWrite, WriteJobSpec
 from evt_toolkit.write.task import (
@@ -48,7 +48,7 @@ from evt_toolkit.write.task import (
     require_ordering_values,
     write_file_group,
 )
-from evt_toolkit.write.writer import Executor, spark_job_failed, write
+from evt_toolkit.write.writer import Executor, check_writable, spark_job_failed, write
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -314,15 +314,12 @@ def write_dataframe(
 
     Raises:
         WriteError: a task failed (the instant is left inflight and readers ignore it) or the data is invalid.
+        UnsupportedTableError: a table the writer cannot keep consistent (``writer.check_writable``), before any
+            Spark job runs.
     """
     spark = df.sparkSession
-    index = resolve_write_index(
-        table.config.properties,
-        dict(options or {}),
-        version=table.config.version,
-        where=table.path,
-        record_key_fields=table.config.record_key_fields,
-    )
+    # Refused before the first Spark job (write() checks again, on the table as it is then).
+    index = check_writable(table.refresh(), dict(options or {}))
     if index.kind != BUCKET:
         # A SIMPLE-index write joins the batch's keys with the base files' keys on the driver, so the rows are
         # collected there; the file-group tasks still run on Spark (docs/hudi-1x.md §3).

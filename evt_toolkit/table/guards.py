@@ -15,7 +15,10 @@ table it cannot keep consistent:
   (:mod:`evt_toolkit.write.metadata_sync`). The way out is Hudi's own: disable it
   (``HudiTable.metadata_table.disable`` / ``evt metadata disable``, a dry run by default), which clears
   ``hoodie.table.metadata.partitions`` with a valid checksum and removes ``.hoodie/metadata``; stock writers with
-  ``hoodie.metadata.enable=true`` rebuild it from storage later.
+  ``hoodie.metadata.enable=true`` rebuild it from storage later;
+* a table feature that changes what a writer, compactor, cleaner or rollback must do and that the toolkit does not
+  do (:func:`require_table_features`): change data capture, a bootstrapped table, log or base file formats other
+  than Hudi's log and Parquet, another table format, schema-on-read evolution, or a restore in progress.
 
 Example:
     >>> require_writable(t, "schedule a compaction")  # doctest: +SKIP
@@ -23,19 +26,22 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
-from evt_toolkit.errors import UnsupportedTableError
+from evt_toolkit.errors import EvtError, UnsupportedTableError
 from evt_toolkit.table.config import EVENT_TIME_ORDERING
 from evt_toolkit.table.metadata_table import metadata_table_support
 from evt_toolkit.table.table import Table
+from evt_toolkit.table.timeline import RESTORE
 
 __all__ = [
     "METADATA_FOLDER",
     "METADATA_PARTITIONS_KEY",
     "TABLE_SERVICE_VERSIONS",
     "has_metadata_table",
+    "require_not_bootstrapped",
     "require_supported_merge",
+    "require_table_features",
     "require_writable",
 ]
 
@@ -81,6 +87,24 @@ _PAYLOADS_WITH_RULES = (
 )
 
 
+#: The payload classes whose merge is event-time or commit-time ordering (``inferRecordMergeModeFromPayloadClass``).
+_BUILT_IN_PAYLOADS = frozenset(
+    {
+        "org.apache.hudi.common.model.DefaultHoodieRecordPayload",
+        "org.apache.hudi.common.model.EventTimeAvroPayload",
+        "org.apache.hudi.common.model.OverwriteWithLatestAvroPayload",
+    }
+)
+#: Merge strategy ids of event-time and commit-time ordering, and the payload-based one (the payload class decides).
+_BUILT_IN_STRATEGY_IDS = frozenset(
+    {
+        "eeb8d96f-b1e4-49fd-bbf8-28ac514178e5",
+        "ce9acb64-bde0-424c-9b91-f6ebba25356d",
+        "00000000-0000-0000-0000-000000000000",
+    }
+)
+
+
 def require_supported_merge(table: Table, operation: str) -> None:
     """Refuse ``operation``, which merges records, on a table whose merge this toolkit would get wrong.
 
@@ -89,7 +113,10 @@ def require_supported_merge(table: Table, operation: str) -> None:
       the greater next field;
     * a custom delete marker or a partial-update mode (``DeleteContext``, ``PartialUpdateMode``), or a payload class
       with such rules: the toolkit knows ``_hoodie_is_deleted`` and ``IS_PARTIAL`` blocks only, and would read a row
-      the table marks deleted as live.
+      the table marks deleted as live;
+    * on versions 6 and 8, a payload class or (version 8) a merge strategy id of the table's own, which Hudi infers
+      as the CUSTOM merge mode: merged by the ordering field instead, a row would be read otherwise than Hudi reads
+      it.
 
     Raises:
         UnsupportedTableError: naming the table and the setting.
@@ -110,6 +137,15 @@ def require_supported_merge(table: Table, operation: str) -> None:
     payload = (props.get("hoodie.compaction.payload.class") or props.get("hoodie.table.payload.class") or "").strip()
     if cfg.version < 9 and payload.rsplit(".", 1)[-1] in _PAYLOADS_WITH_RULES:
         rules.append(f"hoodie.compaction.payload.class={payload}")
+    elif cfg.version < 9 and payload and payload not in _BUILT_IN_PAYLOADS:
+        # HoodieTableConfig.inferRecordMergeModeFromPayloadClass: any other class is the table's own merge (CUSTOM).
+        rules.append(f"hoodie.compaction.payload.class={payload} (a payload class of the table's own)")
+    strategy = (
+        props.get("hoodie.record.merge.strategy.id") or props.get("hoodie.compaction.record.merger.strategy") or ""
+    ).strip()
+    if cfg.version == 8 and strategy and strategy not in _BUILT_IN_STRATEGY_IDS:
+        # inferRecordMergeModeFromMergeStrategyId: on version 8 the strategy id decides; any other id is CUSTOM.
+        rules.append(f"hoodie.record.merge.strategy.id={strategy} (a merger of the table's own)")
     if rules:
         raise UnsupportedTableError(
             f"{where}: its merge has rules this toolkit does not apply ({'; '.join(rules)}); it would read rows "
@@ -134,8 +170,8 @@ def require_writable(
 
     Raises:
         UnsupportedTableError: another table version or type, base files other than Parquet, partition columns
-            left out of the files (:func:`require_partition_columns_stored`), or a metadata table the toolkit does
-            not maintain.
+            left out of the files (:func:`require_partition_columns_stored`), a table feature the toolkit does not
+            keep (:func:`require_table_features`), or a metadata table the toolkit does not maintain.
     """
     cfg = table.config
     where = table.storage.uri
@@ -151,6 +187,7 @@ def require_writable(
             "(docs/hudi-1x.md)"
         )
     require_partition_columns_stored(table, operation)
+    require_table_features(table, operation)
     if cfg.base_file_format != "PARQUET":
         # A compaction would read its base files as Parquet and fail half-way, with the plan left inflight.
         raise UnsupportedTableError(
@@ -205,3 +242,109 @@ def require_partition_columns_stored(table: Table, operation: str) -> None:
             f"({', '.join(cfg.partition_fields)}) are not stored in its files and come from the partition path, "
             "which this toolkit does not parse"
         )
+
+
+def _flag_set(props: Mapping[str, str], key: str) -> bool:
+    return (props.get(key) or "").strip().lower() == "true"
+
+
+def table_feature_refusals(table: Table) -> list[str]:
+    """The stock Hudi table features of ``table`` that no writing operation of this toolkit keeps, in words.
+
+    Each changes what a writer, compactor, cleaner or rollback must do beyond what the toolkit does:
+
+    * ``hoodie.table.cdc.enabled=true``: stock writers and compactions also write ``.cdc`` change logs
+      (``HoodieCDCLogger``) and cleans and rollbacks delete them; a write or compaction of this toolkit would leave
+      CDC queries missing its changes;
+    * ``hoodie.bootstrap.base.path``: a bootstrapped table's base files are skeletons whose data lives in the source
+      files the bootstrap index maps them to; a compaction would write the skeleton alone;
+    * ``hoodie.table.log.file.format`` other than ``HOODIE_LOG``, ``hoodie.table.multiple.base.file.formats.enable``,
+      ``hoodie.table.format`` other than ``native``: files or commits this toolkit does not write;
+    * schema-on-read evolution (an internal schema, ``latest_schema``, which Hudi's writers with
+      ``hoodie.schema.on.read.enable=true`` put into every commit, in the newest commit carrying a schema): columns
+      are matched by id, so a renamed or dropped column would be read and written by name wrongly;
+    * a restore in progress (``.restore`` requested or inflight): Hudi finishes it before anything else writes.
+    """
+    props = table.config.properties
+    out: list[str] = []
+    if _flag_set(props, "hoodie.table.cdc.enabled"):
+        out.append(
+            "change data capture is on (hoodie.table.cdc.enabled=true): stock writers and compactions also write "
+            ".cdc change logs, which this toolkit does not, so CDC queries would miss its changes"
+        )
+    bootstrap = _bootstrap_refusal(table)
+    if bootstrap:
+        out.append(bootstrap)
+    log_format = (props.get("hoodie.table.log.file.format") or props.get("hoodie.table.rt.file.format") or "").strip()
+    if log_format and log_format.upper() != "HOODIE_LOG":
+        out.append(f"its log files are {log_format} (hoodie.table.log.file.format); this toolkit writes HOODIE_LOG")
+    if _flag_set(props, "hoodie.table.multiple.base.file.formats.enable"):
+        out.append(
+            "it may hold base files of several formats (hoodie.table.multiple.base.file.formats.enable=true); this "
+            "toolkit reads and writes Parquet base files only"
+        )
+    table_format = (props.get("hoodie.table.format") or "").strip()
+    if table_format and table_format.lower() != "native":
+        out.append(f"it is kept in the {table_format} table format (hoodie.table.format); this toolkit writes native")
+    schema_on_read = _schema_on_read_evidence(table)
+    if schema_on_read:
+        out.append(
+            f"it evolves its schema on read ({schema_on_read}): columns are matched by id, so this toolkit, which "
+            "matches them by name, would read and write renamed or dropped columns wrongly"
+        )
+    restores = [i.time for i in table.timeline.instants if i.action == RESTORE and not i.is_completed]
+    if restores:
+        out.append(
+            f"restore {', '.join(restores)} is in progress; finish it with a stock Hudi client first, as Hudi does "
+            "before any other write"
+        )
+    return out
+
+
+def _bootstrap_refusal(table: Table) -> str:
+    base = (table.config.properties.get("hoodie.bootstrap.base.path") or "").strip()
+    if not base:
+        return ""
+    return (
+        f"it is a bootstrapped table (hoodie.bootstrap.base.path={base}): its base files may be skeletons whose data "
+        "lives in the bootstrap source files, which this toolkit does not read or merge"
+    )
+
+
+def require_not_bootstrapped(table: Table, operation: str) -> None:
+    """Refuse ``operation`` (a query) on a bootstrapped table: Spark reads a skeleton base file's columns from the
+    source file the bootstrap index maps it to (``HoodieBootstrapRelation``); read alone, its rows would carry nulls.
+
+    Raises:
+        UnsupportedTableError: naming the table and the setting.
+    """
+    why = _bootstrap_refusal(table)
+    if why:
+        raise UnsupportedTableError(f"cannot {operation} on {table.storage.uri}: {why}")
+
+
+def _schema_on_read_evidence(table: Table) -> str:
+    """Why ``table`` evolves its schema on read (``""`` when it does not)."""
+    timeline = table.timeline
+    for inst in reversed(timeline.completed_commits()):
+        try:
+            extra = timeline.commit_metadata(inst).extra
+        except EvtError:
+            continue
+        if extra.get("latest_schema"):
+            return f"commit {inst.time} carries an internal schema, latest_schema"
+        if extra.get("schema"):
+            break
+    return ""
+
+
+def require_table_features(table: Table, operation: str) -> None:
+    """Refuse ``operation``, which writes, on a table with a feature no writing operation of this toolkit keeps
+    (:func:`table_feature_refusals`); checked before anything is written.
+
+    Raises:
+        UnsupportedTableError: naming the table and every such setting.
+    """
+    reasons = table_feature_refusals(table)
+    if reasons:
+        raise UnsupportedTableError(f"cannot {operation} on {table.storage.uri}: {'; '.join(reasons)}")

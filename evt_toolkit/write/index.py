@@ -12,7 +12,8 @@ BLOOM-index writers; a non-global index breaks a global one). So this module onl
   ``hoodie.index.type=SIMPLE`` in the write options: keys are looked up in the latest base files of their
   partition, updates and deletes go to the file group holding the key, inserts to new file groups with a base file.
 
-Everything else is refused with the reason: other index types, consistent-hashing buckets, a metadata table this
+Everything else is refused with the reason: other index types, consistent-hashing or partition-level buckets (named
+in the options, or found by their layout in ``.hoodie/.bucket_index``), a metadata table this
 toolkit does not maintain (``table.guards.require_writable`` refuses it, with Hudi's way to disable it), a table
 without meta fields.
 
@@ -25,6 +26,7 @@ Example:
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -42,6 +44,7 @@ __all__ = [
     "WriteIndex",
     "check_record_layout",
     "check_writable_1x",
+    "refuse_bucket_layout_metadata",
     "resolve_write_index",
 ]
 
@@ -98,7 +101,8 @@ def resolve_write_index(
 
     Args:
         props: ``hoodie.properties``.
-        options: the write options (they win over the properties, as a Hudi writer config would).
+        options: the write options (they win over settings the properties leave out, as a Hudi writer config would;
+            one naming another index than the properties record is refused).
         version: the table version.
         where: the table, for messages.
         record_key_fields: the record key fields (default hash fields).
@@ -107,6 +111,7 @@ def resolve_write_index(
         UnsupportedTableError: no index declared, or one this writer cannot keep consistent (named, with why).
         WriteError: a malformed bucket count.
     """
+    _refuse_options_against_the_table(props, options, where)
     kind = _setting(options, props, INDEX_TYPE_KEY).upper()
     num_buckets_text = _setting(options, props, NUM_BUCKETS_KEY)
     if not kind and num_buckets_text:
@@ -149,16 +154,77 @@ def resolve_write_index(
     raise UnsupportedTableError(f"{where}: unknown {INDEX_TYPE_KEY}={kind}")
 
 
+def _normalized(key: str, value: str) -> str:
+    value = value.strip()
+    if key == NUM_BUCKETS_KEY:
+        return value.lstrip("0") or "0"
+    if key == HASH_FIELD_KEY:
+        return ",".join(f.strip() for f in value.split(",") if f.strip())
+    return value.upper()
+
+
+def _refuse_options_against_the_table(props: Mapping[str, str], options: Mapping[str, str], where: str) -> None:
+    """Refuse write options that name another index than the one ``hoodie.properties`` records for the table.
+
+    A table that records its index (``HudiTable.create`` records the bucket index: type, bucket count, hash field)
+    is written by its writers with it: another index, bucket count or hash field would put a key into another file
+    group than they look in, and the key would then live twice. (The options otherwise win, as a Hudi writer
+    config does: a stock table records no index.)
+
+    Raises:
+        UnsupportedTableError: naming the table, the setting and both values.
+    """
+    declared = {k: (props.get(k) or "").strip() for k in (INDEX_TYPE_KEY, NUM_BUCKETS_KEY, HASH_FIELD_KEY)}
+    declared[BUCKET_ENGINE_KEY] = (props.get(BUCKET_ENGINE_KEY) or "").strip()
+    if not declared[INDEX_TYPE_KEY] and declared[NUM_BUCKETS_KEY]:
+        declared[INDEX_TYPE_KEY] = BUCKET  # tables created before the toolkit recorded hoodie.index.type
+    for key, recorded in declared.items():
+        asked = (options.get(key) or "").strip()
+        if recorded and asked and _normalized(key, asked) != _normalized(key, recorded):
+            raise UnsupportedTableError(
+                f"{where}: the write options name {key}={asked}, but the table records {key}={recorded} in "
+                "hoodie.properties: its writers would look for the written keys in other file groups"
+            )
+
+
 #: Key generators whose keys and partition paths :mod:`evt_toolkit.write.task` reproduces, by class or 1.x type.
 SUPPORTED_KEY_GENERATORS = frozenset(
     {"SimpleKeyGenerator", "ComplexKeyGenerator", "NonpartitionedKeyGenerator", "SIMPLE", "COMPLEX", "NON_PARTITION"}
 )
 
 
+#: Where Hudi keeps the bucket layout of a consistent-hashing bucket index (``HASHING_METADATA_FOLDER_NAME``) and of
+#: Hudi 1.1's partition-level bucket index (``PARTITION_BUCKET_INDEX_HASHING_FOLDER``); neither exists otherwise.
+BUCKET_INDEX_FOLDER = ".hoodie/.bucket_index"
+
+
+def refuse_bucket_layout_metadata(table: Table) -> None:
+    """Refuse a write to a table whose bucket layout lives in ``.hoodie/.bucket_index``.
+
+    A consistent-hashing table maps key hashes to file groups through ``consistent_hashing_metadata`` (and resizes
+    them by clustering); a partition-level bucket index gives partitions their own bucket counts
+    (``partition_bucket_index_meta``). This writer places records by one fixed bucket count (or by a SIMPLE look-up
+    that puts new keys into new file groups), so a later stock writer would hash a key it wrote to another file group
+    and write it twice.
+
+    Raises:
+        UnsupportedTableError: naming the table and what the folder holds.
+    """
+    files, folders = table.storage.list_dir(BUCKET_INDEX_FOLDER)
+    if files or folders:
+        held = ", ".join(sorted(posixpath.basename(p) for p in [*(f.path for f in files), *folders]))
+        raise UnsupportedTableError(
+            f"{table.storage.uri}: cannot write a table whose bucket layout Hudi keeps in {BUCKET_INDEX_FOLDER} "
+            f"({held}: a consistent-hashing or partition-level bucket index); this writer places records by one "
+            "fixed bucket count or the SIMPLE index, so stock writers would find its keys in other file groups"
+        )
+
+
 def check_record_layout(table: Table) -> None:
     """Refuse a table (any version) whose records this writer would not key or place as stock Hudi writers do.
 
-    Meta fields, record key, key generator, Parquet base files and raw partition values: a table with
+    Meta fields, record key, key generator, Parquet base files, raw partition values and no bucket layout in
+    ``.hoodie/.bucket_index`` (:func:`refuse_bucket_layout_metadata`): a table with
     ``hoodie.datasource.write.partitionpath.urlencode=true`` has its partition values escaped by Hudi's writers
     (``x:y`` → ``x%3Ay``), so a record written under the raw value would sit in another folder than its key.
     Shared by the version-6 and the version-8/9 paths, so that no setting is checked on one and forgotten on the
@@ -183,6 +249,7 @@ def check_record_layout(table: Table) -> None:
             f"{where}: URL-encoded partition paths (hoodie.datasource.write.partitionpath.urlencode=true) are not "
             "written"
         )
+    refuse_bucket_layout_metadata(table)
 
 
 def check_writable_1x(table: Table, options: Mapping[str, str]) -> WriteIndex:

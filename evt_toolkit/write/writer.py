@@ -80,7 +80,7 @@ if TYPE_CHECKING:
     from evt_toolkit.storage.fs import TableStorage
     from evt_toolkit.table.table import Table
 
-__all__ = ["Executor", "TaskInput", "local_executor", "spark_job_failed", "write"]
+__all__ = ["Executor", "TaskInput", "check_writable", "local_executor", "spark_job_failed", "write"]
 
 TaskInput = tuple[FileGroupWrite, pa.Table, pa.Table]
 #: ``executor(spec, tasks) -> stats per task``: runs :func:`write_file_group` for every task (e.g. as a Spark job).
@@ -189,7 +189,13 @@ def spark_job_failed(what: str, exc: BaseException) -> str:
     return f"{what} failed or was cancelled; nothing was written: {reason[:400]}"
 
 
-def _check_writable(table: Table, options: Mapping[str, str]) -> WriteIndex:
+def check_writable(table: Table, options: Mapping[str, str]) -> WriteIndex:
+    """Refuse a table :func:`write` cannot keep consistent (the table as last refreshed); else the index to write it
+    with. :func:`write` checks it first; a Spark DataFrame write checks it before its first Spark job too.
+
+    Raises:
+        UnsupportedTableError: naming the table and the reason.
+    """
     # The one guard (type, version, metadata table); versions 8 and 9 are written too (docs/hudi-1x.md).
     require_writable(table, "write", versions=WRITABLE_TABLE_VERSIONS, merges=True)
     cfg = table.config
@@ -648,7 +654,7 @@ def write(
         raise WriteError(f"unknown write operation {operation!r}; expected one of {', '.join(OPERATIONS)}")
     opts = dict(options or {})
     table.refresh()
-    index = _check_writable(table, opts)
+    index = check_writable(table, opts)
     cfg = table.config
     fmt = table.format
     props = cfg.properties

@@ -28,6 +28,7 @@ import evt_toolkit as evt
 from evt_toolkit.errors import UnsupportedTableError, WriteError
 from evt_toolkit.format.metadata import decode_commit_metadata, load_schema
 from evt_toolkit.format.names import InstantFileName, LogFileName
+from evt_toolkit.write.index import resolve_write_index
 from tests.conftest import TABLES_DIR, fixture_table_path, shared_available
 from tests.mdt.mdt_helpers import committed_files, mdt_files
 from tests.normalize import assert_same_rows
@@ -309,8 +310,15 @@ def test_simple_index_refused_on_log_only_groups_and_v6(tmp_path: Path) -> None:
     v9 = tmp_path / "v9"
     t = evt.HudiTable.create(v9, "b", "id", ordering_field="ts", buckets=2, table_version=9)
     t.write(_rows([1, 2, 3], 1))
+    # A table that records its bucket index refuses another one in the options; a stock table records none.
+    _refused(v9, lambda: t.write(_rows([1], 2), options=SIMPLE), "records hoodie.index.type=BUCKET")
+    props = v9 / ".hoodie" / "hoodie.properties"
+    props.write_text("".join(f"{ln}\n" for ln in props.read_text().splitlines() if "index" not in ln))
+    t = evt.HudiTable.open(v9)
     _refused(v9, lambda: t.write(_rows([1], 2), options=SIMPLE), "has no base file")
     v6 = tmp_path / "v6"
     t6 = evt.HudiTable.create(v6, "b", "id", ordering_field="ts", buckets=2)
     t6.write(_rows([1], 1))
-    _refused(v6, lambda: t6.write(_rows([1], 2), options=SIMPLE), "versions 8 and 9")
+    _refused(v6, lambda: t6.write(_rows([1], 2), options=SIMPLE), "records hoodie.index.type=BUCKET")
+    with pytest.raises(evt.UnsupportedTableError, match="versions 8 and 9"):
+        resolve_write_index({}, SIMPLE, version=6, where=str(v6), record_key_fields=("id",))
