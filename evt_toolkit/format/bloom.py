@@ -126,16 +126,16 @@ def _murmur_rounds(
     per key length.
     """
     n = mixed.shape[1]
+    hashes = np.empty((n_hashes, n), dtype=np.uint32)
     out = np.empty((n_hashes, n), dtype=np.int64)
-    h = np.empty(n, dtype=np.uint32)
     tmp = np.empty(n, dtype=np.uint32)
-    real = np.empty(n, dtype=np.float64)
-    quotient = np.empty(n, dtype=np.float64)
     lens = lengths.astype(np.uint32)
-    size = float(vector_size)
+    # Positions are taken for a few rounds at a time: few numpy calls for few keys, cache-sized arrays for many.
+    group = max(1, _POSITION_GROUP // max(n, 1))
     with np.errstate(over="ignore"):
         for i in range(n_hashes):
-            np.bitwise_xor(h if i else np.uint32(0), lens, out=h)
+            h = hashes[i]
+            np.bitwise_xor(hashes[i - 1] if i else np.uint32(0), lens, out=h)
             for b in range(mixed.shape[0]):
                 h *= _M if block_mult is None else block_mult[b]
                 h ^= mixed[b]
@@ -147,17 +147,28 @@ def _murmur_rounds(
             h *= _M
             np.right_shift(h, np.uint32(15), out=tmp)
             h ^= tmp
-            # Java's Math.abs(hash % vectorSize) on the signed int, in floating point (an integer remainder is
-            # several times slower in numpy): |hash| < 2^31, so hash / size is never within an ulp of the next
-            # integer unless it is one, and the truncated quotient is exact.
-            np.copyto(real, h.view(np.int32))
-            np.divide(real, size, out=quotient)
-            np.trunc(quotient, out=quotient)
-            quotient *= size
-            real -= quotient
-            np.abs(real, out=real)
-            np.copyto(out[i], real, casting="unsafe")
+            if (i + 1) % group == 0 or i + 1 == n_hashes:
+                first = i + 1 - ((i % group) + 1)
+                _java_positions(hashes[first : i + 1], vector_size, out[first : i + 1])
     return out
+
+
+def _java_positions(hashes: np.ndarray, vector_size: int, out: np.ndarray) -> None:
+    """Java's ``Math.abs(hash % vectorSize)`` of the signed ints ``hashes``, into ``out``, in floating point (an
+    integer remainder is several times slower in numpy): ``|hash| < 2^31``, so ``hash / size`` is never within an ulp
+    of the next integer unless it is one, and the truncated quotient is exact."""
+    size = float(vector_size)
+    real = hashes.view(np.int32).astype(np.float64)
+    quotient = real / size
+    np.trunc(quotient, out=quotient)
+    quotient *= size
+    real -= quotient
+    np.abs(real, out=real)
+    np.copyto(out, real, casting="unsafe")
+
+
+#: Hash values whose positions are taken in one pass (see :func:`_murmur_rounds`).
+_POSITION_GROUP = 1 << 14
 
 
 #: Longest padding the one-batch hashing of keys of mixed lengths accepts, in bytes per byte of key: past it (a few
