@@ -211,6 +211,7 @@ def strict_floor(
     out_dir: Path,
     threads: int = 1,
     bloom_config: BloomFilterConfig = DEFAULT_BLOOM_CONFIG,
+    keep: bool = False,
 ) -> float:
     """Seconds to do the physical minimum of a compaction of ``ops``; no merge at all.
 
@@ -225,7 +226,8 @@ def strict_floor(
     workers, and each decodes on its share of the threads, its blocks in containers of the size the compaction's
     decoder picks (``DECODE_CHUNK_BYTES``, at least ``MIN_CHUNK_BYTES``, enough for every thread); polars and the
     Parquet writer release the GIL as they do for the compaction. With 1, the operations run one after another,
-    one container per writer schema and file group, decoded on the calling thread.
+    one container per writer schema and file group, decoded on the calling thread. The files written go (unless
+    ``keep``) when the clock has stopped; the footer is in each operation's last file.
     """
     storage = t.storage
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -277,7 +279,8 @@ def strict_floor(
         for pool in (inner, outer):
             if pool is not None:
                 pool.shutdown()
-    shutil.rmtree(out_dir, ignore_errors=True)
+    if not keep:
+        shutil.rmtree(out_dir, ignore_errors=True)
     return elapsed
 
 
