@@ -223,7 +223,7 @@ def _positions_of_blobs(data: np.ndarray, offsets: np.ndarray, n_hashes: int, ve
     if max_blocks:
         gather = starts[:, None] + np.arange(max_blocks * 4, dtype=np.int64)[None, :]
         np.minimum(gather, len(data) - 1, out=gather)
-        words = data[gather].view("<u4").astype(np.uint32).T
+        words = np.ascontiguousarray(data[gather].view("<u4").astype(np.uint32).T)  # [block, key]
         mixed = _mix_words(words)
         mixed *= present
     block_mult = np.where(present, _M, np.uint32(1)).astype(np.uint32)
