@@ -254,3 +254,17 @@ def test_batched_hashing_equals_key_by_key_murmur(kind: str, monkeypatch: pytest
     builder = BloomFilterBuilder(cfg)
     builder.add(keys)
     assert builder.serialize() == want
+
+
+def test_positions_are_javas_abs_of_the_remainder() -> None:
+    """``Math.abs(hash % vectorSize)`` on Java ints, at the edges: ``-2^31``, ``±1``, 0, ``2^31 - 1`` and multiples of
+    the vector size either side."""
+    import numpy as np
+
+    for size in (2587966, 1000, 7, 2**31 - 1):
+        values = [-(2**31), -1, 0, 1, 2**31 - 1, size, -size, 3 * size, -3 * size, 3 * size - 1, -(3 * size) + 1]
+        values = [v for v in values if -(2**31) <= v < 2**31]
+        hashes = np.array(values, dtype=np.int64).astype(np.int32).view(np.uint32)[None, :]
+        out = np.empty(hashes.shape, dtype=np.int64)
+        bloom_module._java_positions(hashes, size, out)
+        assert out[0].tolist() == [abs(_java_rem(v, size)) for v in values], size
