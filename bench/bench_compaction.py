@@ -6,7 +6,8 @@ ingested (10 deltacommits, keys updated ~4x each, 5 % late events); every repeat
 * **partial**: an event-time compaction at T (the middle of the stream; links by symlink where possible);
 * **full**: every log of every slice compacted (``UnBoundedCompactionStrategy``);
 * **floor** of each plan, right after its run (:func:`strict_floor`): read the log bytes, polars alone decodes the
-  data blocks, pyarrow writes the merged row count — the physical minimum, with no merge;
+  data blocks, pyarrow writes the merged row count with the footer stock Hudi requires (the keys' bloom filter and
+  key range) — the physical minimum, with no merge;
 * **hudi-rs** reading the source table: an independent engine decoding and merging the same logs.
 
 Reported: medians (min, max) of the repeats, log rows/s, the ratios to the floor and to hudi-rs, bytes rewritten
@@ -42,6 +43,16 @@ from evt_toolkit.compaction import executor as executor_mod
 from evt_toolkit.compaction.executor import run_compaction
 from evt_toolkit.compaction.merge_task import MergeResult, MergeTask
 from evt_toolkit.compaction.schedule import schedule_compaction
+from evt_toolkit.format.bloom import (
+    DEFAULT_BLOOM_CONFIG,
+    MAX_RECORD_KEY,
+    MIN_RECORD_KEY,
+    BloomFilterBuilder,
+    BloomFilterConfig,
+    bloom_config_from_properties,
+    utf16_less,
+    utf16_min_max_arrow,
+)
 from evt_toolkit.format.log_content import DECODE_CHUNK_BYTES, MIN_CHUNK_BYTES, default_decode_threads
 from evt_toolkit.format.logfile import BlockType, scan_log_blocks
 from evt_toolkit.format.names import BaseFileName
@@ -49,6 +60,7 @@ from evt_toolkit.format.records import CompactionOperation
 from evt_toolkit.storage.fs import FileEntry, TableStorage
 
 BASE = 1_700_000_000_000
+KEY = "_hoodie_record_key"
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
@@ -193,7 +205,13 @@ def floor_decode(
 
 
 def strict_floor(
-    t: evt.HudiTable, ops: list[_FloorOp], rows_written: dict[str, int], out_dir: Path, threads: int = 1
+    t: evt.HudiTable,
+    ops: list[_FloorOp],
+    rows_written: dict[str, int],
+    out_dir: Path,
+    threads: int = 1,
+    bloom_config: BloomFilterConfig = DEFAULT_BLOOM_CONFIG,
+    keep: bool = False,
 ) -> float:
     """Seconds to do the physical minimum of a compaction of ``ops``; no merge at all.
 
@@ -208,7 +226,8 @@ def strict_floor(
     workers, and each decodes on its share of the threads, its blocks in containers of the size the compaction's
     decoder picks (``DECODE_CHUNK_BYTES``, at least ``MIN_CHUNK_BYTES``, enough for every thread); polars and the
     Parquet writer release the GIL as they do for the compaction. With 1, the operations run one after another,
-    one container per writer schema and file group, decoded on the calling thread.
+    one container per writer schema and file group, decoded on the calling thread. The files written go (unless
+    ``keep``) when the clock has stopped; the footer is in each operation's last file.
     """
     storage = t.storage
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -230,8 +249,23 @@ def strict_floor(
                 break
             taken.append(tbl.slice(0, n))
             n -= taken[-1].num_rows
+        # The footer stock Hudi's writer puts in every base file: the record keys' bloom filter and key range.
+        bloom = BloomFilterBuilder(bloom_config)
+        lo: str | None = None
+        hi: str | None = None
+        for tbl in taken:
+            keys = tbl.column(KEY)
+            bloom.add_arrow(keys)
+            bounds = utf16_min_max_arrow(keys)
+            if bounds is not None:
+                lo = bounds[0] if lo is None or utf16_less(bounds[0], lo) else lo
+                hi = bounds[1] if hi is None or utf16_less(hi, bounds[1]) else hi
         for i, tbl in enumerate(taken):
-            pq.write_table(tbl, out_dir / f"{op.file_id}_{i}.parquet", compression="snappy", write_statistics=True)
+            path = out_dir / f"{op.file_id}_{i}.parquet"
+            with pq.ParquetWriter(path, tbl.schema, compression="snappy", write_statistics=True) as writer:
+                writer.write_table(tbl)
+                if i == len(taken) - 1 and lo is not None and hi is not None:
+                    writer.add_key_value_metadata({**bloom.footer(), MIN_RECORD_KEY: lo, MAX_RECORD_KEY: hi})
 
     try:
         started = time.perf_counter()
@@ -245,7 +279,8 @@ def strict_floor(
         for pool in (inner, outer):
             if pool is not None:
                 pool.shutdown()
-    shutil.rmtree(out_dir, ignore_errors=True)
+    if not keep:
+        shutil.rmtree(out_dir, ignore_errors=True)
     return elapsed
 
 
@@ -362,6 +397,7 @@ def run_b3(root: Path, rows: int = 200_000, n_batches: int = 10, repeat: int = M
         for name in ("partial", "full"):
             t, c = scheduled(name)
             ops = _floor_ops(t, c.instant)
+            bloom_config = bloom_config_from_properties(t.config.properties, str(t.path))
             gc.collect()
             cpu_start = time.process_time()
             res = run_compaction(t, c.instant)
@@ -374,7 +410,9 @@ def run_b3(root: Path, rows: int = 200_000, n_batches: int = 10, repeat: int = M
                     continue
                 gc.collect()
                 cpu_start = time.process_time()
-                times[f"{key}_{name}"].append(strict_floor(t, ops, written, root / "floor_out", n_threads))
+                times[f"{key}_{name}"].append(
+                    strict_floor(t, ops, written, root / "floor_out", n_threads, bloom_config)
+                )
                 cpu[f"{key}_{name}"].append(time.process_time() - cpu_start)
             link_target_bytes = sum(t.storage.size(x.target_path) for x in c.links) if c.links else 0
             last[name] = {"res": res, "records": sum(o.records for o in ops), "link_target_bytes": link_target_bytes}
@@ -442,7 +480,8 @@ def run_b3(root: Path, rows: int = 200_000, n_batches: int = 10, repeat: int = M
             if threads > 1
             else None,
             "note": "strict: read each log's bytes, polars alone decodes the data blocks, pyarrow writes the merged "
-            "row count as snappy Parquet; no merge, cast or sort. "
+            "row count as snappy Parquet with the footer stock Hudi requires (the record keys' bloom filter and key "
+            "range, built by the compaction's own builder); no merge, cast or sort. "
             + (
                 f"It gets the {threads} CPUs the compaction gets here, arranged as the compaction's tasks are: the "
                 f"file groups {threads} at a time side by side, each decoding its blocks in object containers of the "

@@ -222,10 +222,10 @@ MISSED_REASONS: dict[str, str] = {
     "B1": "the scan's Python work per block (parsing headers, building LogBlock records) against a floor that only "
     "opens files and reads bytes; see the B1 profile",
     "B2": "see the B2 profile",
-    "B3": "the floor only reads, decodes and writes; the compaction task also conforms types, reduces the log "
-    "records by key (~3.4 per row written), decides what stays out of the base file, and pays a set-up per task "
-    "(listing, header scan, read context, Parquet writer, result) that small tasks feel most (bench/README.md, "
-    "section Performance)",
+    "B3": "the floor only reads, decodes and writes (with Hudi's bloom-filter footer); the compaction task also "
+    "conforms types, reduces the log records by key (~3.4 per row written), decides what stays out of the base "
+    "file, and pays a set-up per task (listing, header scan, read context, Parquet writer, result) that small tasks "
+    "feel most (bench/README.md, section Performance)",
     "B4": "few rows remain in logs after the compaction, so the snapshot merge has little extra work",
     "B5": "Spark fixed costs at this size: Python data source planning, Python workers, Arrow batches going "
     "Python -> JVM -> driver (toArrow); the slice decoding is the same code as the pure-Python reader (the Spark "

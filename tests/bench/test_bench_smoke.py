@@ -180,3 +180,38 @@ def test_floor_decodes_every_block_however_it_splits(tmp_path: Path) -> None:
             assert sum(x.num_rows for x in one) == op.records > 0
             assert pa.concat_tables(many).equals(pa.concat_tables(one))
     assert split == len(ops)
+
+
+def test_floor_writes_the_bloom_filter_footer(tmp_path: Path) -> None:
+    """The strict floor writes what stock Hudi requires of a base file's footer, as the compaction does: the bloom
+    filter of the record keys it wrote (in the order written) and their range, in each file group's last file."""
+    import pyarrow.parquet as pq
+
+    import evt_toolkit as evt
+    from bench.bench_compaction import _batches, _build, _floor_ops, _rows_written, strict_floor
+    from evt_toolkit.compaction import UnBoundedCompactionStrategy
+    from evt_toolkit.compaction.executor import run_compaction
+    from evt_toolkit.compaction.schedule import schedule_compaction
+    from evt_toolkit.format.bloom import (
+        BLOOM_FILTER_KEY,
+        MAX_RECORD_KEY,
+        MIN_RECORD_KEY,
+        serialize_bloom_filter,
+    )
+
+    _build(tmp_path / "t", _batches(4_000, 4, keys=1_000))
+    t = evt.HudiTable.open(tmp_path / "t")
+    c = schedule_compaction(t, UnBoundedCompactionStrategy())
+    assert c is not None
+    ops = _floor_ops(t, c.instant)
+    written = _rows_written(t, run_compaction(t, c.instant).base_files_written)
+    out = tmp_path / "floor"
+    strict_floor(t, ops, written, out, threads=2, keep=True)
+    for op in ops:
+        files = sorted(out.glob(f"{op.file_id}_*.parquet"), key=lambda p: int(p.stem.rsplit("_", 1)[1]))
+        keys = [k for f in files for k in pq.read_table(f, columns=["_hoodie_record_key"]).column(0).to_pylist()]
+        assert len(keys) == written[op.file_id] > 0
+        meta = pq.read_metadata(files[-1]).metadata
+        assert meta[BLOOM_FILTER_KEY.encode()].decode() == serialize_bloom_filter(keys)
+        bounds = (meta[MIN_RECORD_KEY.encode()].decode(), meta[MAX_RECORD_KEY.encode()].decode())
+        assert bounds == (min(keys), max(keys))  # ASCII keys: code-point order is Java's

@@ -16,6 +16,7 @@ and greatest key in UTF-16 order. Also the dynamic filter's row layout past ``nu
 from __future__ import annotations
 
 import base64
+import itertools
 import shutil
 import struct
 from pathlib import Path
@@ -25,6 +26,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import evt_toolkit as evt
+import evt_toolkit.format.bloom as bloom_module
 from evt_toolkit.compaction import UnBoundedCompactionStrategy
 from evt_toolkit.format.bloom import (
     BLOOM_FILTER_KEY,
@@ -197,3 +199,72 @@ def test_arrow_slices_and_chunks_match_python_keys() -> None:
         builder.add_arrow(arr)
         assert builder.serialize() == serialize_bloom_filter(want)
         assert utf16_min_max_arrow(arr) == utf16_min_max(want)
+
+
+def _reference_filter(keys: list[str], cfg: BloomFilterConfig) -> str:
+    """The dynamic filter built key by key with the plain-Python murmur2 above (no numpy hashing)."""
+    vector_size, n_hashes = cfg.sizes()
+    rows, n_rows, cur = dynamic_rows(len(keys), cfg.num_entries, cfg.dynamic_max_entries)
+    bits = [bytearray((vector_size + 7) // 8) for _ in range(n_rows)]
+    for key, row in zip(keys, rows.tolist(), strict=True):
+        seed = 0
+        for _ in range(n_hashes):
+            seed = _murmur(key.encode(), seed)
+            pos = abs(_java_rem(_signed(seed), vector_size))
+            bits[row][pos // 8] |= 1 << (pos % 8)
+    header = struct.pack(">iibi", -1, n_hashes, 1, vector_size)
+    body = header + struct.pack(">iii", cfg.num_entries, cur, n_rows) + b"".join(header + bytes(b) for b in bits)
+    return base64.b64encode(body).decode()
+
+
+@pytest.mark.parametrize(
+    "kind", ["mixed", "fixed4", "fixed5", "fixed6", "fixed7", "one_long", "non_ascii", "past_max_entries"]
+)
+def test_batched_hashing_equals_key_by_key_murmur(kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keys of one length (hashed in place), of mixed lengths (one padded batch), with a few very long keys (hashed
+    by length) and non-ASCII tails, fed in uneven Arrow chunks of every string layout and in batches of 7 keys,
+    against the filter built key by key with the plain-Python hash; ``past_max_entries`` also crosses the dynamic
+    rows into round-robin."""
+    import random
+
+    rnd = random.Random(kind)
+    alphabet = "abcXYZ0189-_é\ue000\U0001f600"
+    cfg = BloomFilterConfig(num_entries=40, fpp=0.01, dynamic_max_entries=100)
+    n = 300 if kind == "past_max_entries" else 120
+    if kind.startswith("fixed"):
+        width = int(kind[5:])
+        keys = ["".join(rnd.choice("0123456789abcdef") for _ in range(width)) for _ in range(n)]
+    elif kind == "one_long":
+        keys = [str(rnd.randrange(10**6)) for _ in range(n)] + ["L" * 5000]
+    elif kind == "non_ascii":
+        keys = ["".join(rnd.choice(alphabet) for _ in range(rnd.randrange(1, 4))) for _ in range(n)]
+    else:
+        keys = ["".join(rnd.choice(alphabet) for _ in range(rnd.randrange(1, 41))) for _ in range(n)]
+    want = _reference_filter(keys, cfg)
+    builder = BloomFilterBuilder(cfg)
+    builder.add(keys)
+    assert builder.serialize() == want
+    cuts = sorted({0, len(keys), *(rnd.randrange(len(keys)) for _ in range(4))})
+    for layout in (pa.string(), pa.large_string(), pa.string_view(), pa.binary()):
+        padded = pa.array(["pad", *keys, "pad"], layout).slice(1, len(keys))  # a sliced array: offsets not at 0
+        builder = BloomFilterBuilder(cfg)
+        builder.add_arrow(pa.chunked_array([padded.slice(a, b - a) for a, b in itertools.pairwise(cuts)]))
+        assert builder.serialize() == want, layout
+    monkeypatch.setattr(bloom_module, "_BATCH_KEYS", 7)
+    builder = BloomFilterBuilder(cfg)
+    builder.add(keys)
+    assert builder.serialize() == want
+
+
+def test_positions_are_javas_abs_of_the_remainder() -> None:
+    """``Math.abs(hash % vectorSize)`` on Java ints, at the edges: ``-2^31``, ``±1``, 0, ``2^31 - 1`` and multiples of
+    the vector size either side."""
+    import numpy as np
+
+    for size in (2587966, 1000, 7, 2**31 - 1):
+        values = [-(2**31), -1, 0, 1, 2**31 - 1, size, -size, 3 * size, -3 * size, 3 * size - 1, -(3 * size) + 1]
+        values = [v for v in values if -(2**31) <= v < 2**31]
+        hashes = np.array(values, dtype=np.int64).astype(np.int32).view(np.uint32)[None, :]
+        out = np.empty(hashes.shape, dtype=np.int64)
+        bloom_module._java_positions(hashes, size, out)
+        assert out[0].tolist() == [abs(_java_rem(v, size)) for v in values], size
