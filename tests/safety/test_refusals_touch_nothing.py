@@ -34,9 +34,11 @@ from evt_toolkit.errors import (
     PlanValidationError,
     RollbackError,
     TimelineError,
+    UnsupportedTableError,
 )
 from evt_toolkit.format.ownership import LINK, SCHEDULE, OwnedFile
 from evt_toolkit.storage.ownership import record_ownership
+from tests.faults import assert_killed, run_child
 from tests.tables import BASE, create, rows
 
 _AGE_S = 700  # older than the abandoned-schedule age rule (600 s)
@@ -101,6 +103,27 @@ def _nothing(t: evt.HudiTable) -> None:
     pass
 
 
+def _unsupported_feature(t: evt.HudiTable) -> None:
+    """A stock table feature no writing operation keeps (parquet log blocks), as the table guard refuses."""
+    props = Path(t.path) / ".hoodie" / "hoodie.properties"
+    props.write_text(props.read_text() + "hoodie.table.log.file.format=PARQUET\n")
+
+
+def _pending_rollback(t: evt.HudiTable) -> None:
+    """A rollback of the last write killed once its plan was written (still committed, the rollback pending)."""
+    assert_killed(run_child(Path(t.path), "rollback.after_requested", "rollback", _writes(t)[-1]))
+
+
+def _pending_rollback_then_a_write(t: evt.HudiTable) -> None:
+    """As :func:`_pending_rollback`, then a later write commits: the pending rollback can no longer finish."""
+    _pending_rollback(t)
+    t.refresh().write(rows([1, 3], 30, 200))
+
+
+def _writes(t: evt.HudiTable) -> list[str]:
+    return sorted(i.time for i in t.refresh().timeline.completed_commits())
+
+
 def _instants(t: evt.HudiTable) -> list[str]:
     return sorted(i.time for i in t.refresh().timeline.instants)
 
@@ -138,6 +161,38 @@ CASES: dict[str, tuple[Callable[[evt.HudiTable], None], Callable[[evt.HudiTable]
         lambda t: t.rollback(t.timeline.pending_compactions()[0].time),
         RollbackError,
     ),
+    "rollback/resumed after a later write committed": (
+        _pending_rollback_then_a_write,
+        lambda t: t.rollback(_writes(t)[1]),
+        RollbackError,
+    ),
+    "schedule/pending rollback": (_pending_rollback, lambda t: t.compaction.schedule(ET), PendingTableServiceError),
+    "schedule/unsupported table feature": (
+        _unsupported_feature,
+        lambda t: t.compaction.schedule(ET),
+        UnsupportedTableError,
+    ),
+    "rollback/unsupported table feature": (
+        _unsupported_feature,
+        lambda t: t.rollback(_writes(t)[-1]),
+        UnsupportedTableError,
+    ),
+    "clean/unsupported table feature": (
+        _unsupported_feature,
+        lambda t: t.clean(dry_run=False),
+        UnsupportedTableError,
+    ),
+    "write/unsupported table feature": (
+        _unsupported_feature,
+        lambda t: t.write(rows([7], 40, 700)),
+        UnsupportedTableError,
+    ),
+    "write/batch without its key": (
+        _nothing,
+        lambda t: t.write(rows([7], 40, 700).drop(columns=["id"])),
+        EvtError,
+    ),
+    "run/no such compaction": (_nothing, lambda t: t.compaction.run("20000101000000000"), EvtError),
     "clean/unknown policy": (_nothing, lambda t: t.clean("KEEP_NOTHING", dry_run=False), CleanPolicyError),
     "clean/retained below one": (_nothing, lambda t: t.clean(retained=0, dry_run=False), CleanPolicyError),
 }
