@@ -49,7 +49,7 @@ from evt_toolkit.compaction.plan import (
     build_plan,
     encode_plan,
 )
-from evt_toolkit.compaction.plan_files import plan_file, validate_plan_files
+from evt_toolkit.compaction.plan_files import plan_file, unmergeable_blocks, validate_plan_files
 from evt_toolkit.compaction.strategy import (
     CompactionStrategy,
     EventTimeBasedCompactionStrategy,
@@ -67,7 +67,6 @@ from evt_toolkit.errors import (
 )
 from evt_toolkit.faults import fault_point
 from evt_toolkit.format.links import Link
-from evt_toolkit.format.logfile import BlockType, scan_log_blocks
 from evt_toolkit.format.names import BaseFileName
 from evt_toolkit.format.ownership import LINK, SCHEDULE, OwnedFile, OwnershipRecord
 from evt_toolkit.format.records import CompactionPlan
@@ -417,40 +416,26 @@ def _refuse_pending_rollbacks(table: Table) -> None:
 
 
 def _refuse_unmergeable_blocks(table: Table, c: str, slices: Sequence[SliceInfo], plan: CompactionPlan) -> None:
-    """Refuse, before anything is written, a plan that compacts a log holding a block the run does not merge.
-
-    Partial-update blocks (``IS_PARTIAL`` header, Hudi 1.1's partial updates), HFile data blocks and CDC blocks of a
-    committed write: every task of such a plan would refuse its file group, so the plan could never run (and on
-    version 6 writers would put their logs into its new slices, after which it could not be unscheduled either).
-    The planned logs' block headers are read here, as the run reads them.
+    """Refuse, before anything is written, a plan that compacts a log holding a block the run does not merge
+    (:func:`~evt_toolkit.compaction.plan_files.unmergeable_blocks`): every task of such a plan would refuse its file
+    group, so the plan could never run (and on version 6 writers would put their logs into its new slices, after
+    which it could not be unscheduled either). The planned logs' block headers are read here, as the run reads them.
     """
     logs = {(lf.partition_path, lf.name): lf for s in slices for lf in s.log_files}
-    timeline = table.timeline
-    for op in plan.operations:
-        for name in op.delta_files:
-            lf = logs.get((op.partition_path, name))
-            if lf is None:
-                continue
-            with table.storage.open_input(lf.path) as f:
-                blocks = list(scan_log_blocks(f, lf.size, lf.path))
-            rolled_back = {b.target_instant_time for b in blocks if b.block_type is BlockType.COMMAND}
-            for blk in blocks:
-                if blk.is_corrupt or not blk.is_data or blk.instant_time is None:
-                    continue
-                if blk.instant_time in rolled_back or not timeline.is_visible(blk.instant_time):
-                    continue  # not read, so not merged either
-                if blk.is_partial:
-                    what = "partial-update blocks (IS_PARTIAL)"
-                elif blk.block_type in (BlockType.HFILE_DATA, BlockType.CDC_DATA):
-                    what = f"{blk.block_type.name} blocks"
-                else:
-                    continue
-                raise UnsupportedFeatureError(
-                    f"cannot schedule compaction {c} on {table.storage.uri}: log file "
-                    f"{table.storage.full_path(lf.path)} holds {what} of write {blk.instant_time}, which this toolkit "
-                    "reads but does not compact (every task of the plan would refuse its file group); nothing was "
-                    "written"
-                )
+    planned = [
+        (lf.path, lf.size)
+        for op in plan.operations
+        for name in op.delta_files
+        if (lf := logs.get((op.partition_path, name))) is not None
+    ]
+    found = unmergeable_blocks(table, planned)
+    if found is not None:
+        where, what, write = found
+        raise UnsupportedFeatureError(
+            f"cannot schedule compaction {c} on {table.storage.uri}: log file {where} holds {what} of write "
+            f"{write}, which this toolkit reads but does not compact (every task of the plan would refuse its file "
+            "group); nothing was written"
+        )
 
 
 #: How old a schedule's record must be before its links count as abandoned: a schedule still running in another
