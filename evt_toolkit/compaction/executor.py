@@ -5,7 +5,9 @@ Steps (``hudi-format.md`` §4 "Execution", design §2.3 and §2.5, ``docs/data-s
 1. The table is checked writable (:func:`evt_toolkit.table.guards.require_writable`), and the plan is read back from
    ``C.compaction.requested`` and validated against storage before anything is written: every base and log file
    exists, and per operation the compacted logs plus the link targets are exactly the old slice's logs in replay
-   order, compacted ones first (the prefix rule, re-checked because files may have changed since scheduling).
+   order, compacted ones first (the prefix rule, re-checked because files may have changed since scheduling); the
+   planned logs' block headers are read once, and a plan over partial-update, HFile or CDC blocks (one stock Hudi
+   scheduled) is refused while it is still requested.
 2. ``C.compaction.inflight`` (empty) is written unless present.
 3. Links: every link made at schedule time must still stand for its target — a missing one is made again from the
    plan (recorded as the plan's before it is created), a different file under its name is an error naming it; with
@@ -56,7 +58,7 @@ from evt_toolkit.compaction.merge_task import (
     task_outputs,
 )
 from evt_toolkit.compaction.plan import EXTRA_LINK_TIMING, EXTRA_THRESHOLD_MS
-from evt_toolkit.compaction.plan_files import plan_file, validate_plan_files
+from evt_toolkit.compaction.plan_files import plan_file, unmergeable_blocks, validate_plan_files
 from evt_toolkit.compaction.schedule import EXTRA_EXACT_SPLIT, EXTRA_REMAINING_PREFIX
 from evt_toolkit.errors import (
     CompactionExecutionError,
@@ -64,6 +66,7 @@ from evt_toolkit.errors import (
     PendingTableServiceError,
     PlanValidationError,
     TimelineError,
+    UnsupportedFeatureError,
 )
 from evt_toolkit.faults import fault_point
 from evt_toolkit.format.bloom import bloom_config_from_properties
@@ -383,6 +386,30 @@ def _refuse_grown(table: Table, instant: str, path: str, writers: tuple[str, ...
     )
 
 
+def _refuse_unmergeable_blocks(table: Table, instant: str, plan: CompactionPlan) -> None:
+    """Refuse, before the plan goes inflight, a plan over a log holding blocks the tasks do not merge: one another
+    scheduler wrote (stock Hudi 1.1 compacts partial updates), or an older schedule of this toolkit's. The planned
+    logs' block headers are read once here (the schedule reads them too), so a refusal leaves the plan requested.
+
+    Raises:
+        UnsupportedFeatureError: naming the compaction, the table, the log and the write.
+    """
+    storage = table.storage
+    listings: dict[str, list[FileEntry]] = {}
+    planned = []
+    for op in plan.operations:
+        sizes = {e.name: e for e in partition_listing(storage, op.partition_path, listings)}
+        planned += [(e.path, e.size) for name in op.delta_files if (e := sizes.get(name)) is not None]
+    found = unmergeable_blocks(table, planned)
+    if found is not None:
+        where, what, write = found
+        raise UnsupportedFeatureError(
+            f"compaction {instant} of {storage.uri} cannot run: log file {where} holds {what} of write {write}, "
+            f"which this toolkit reads but does not compact; nothing was changed (take the plan back with "
+            f"t.compaction.unschedule('{instant}'), or run it with Hudi)"
+        )
+
+
 def run_compaction(
     table: Table,
     instant: str,
@@ -446,6 +473,7 @@ def run_compaction(
 
     # Checked before the plan goes inflight: settings Hudi would refuse leave the table as it was.
     bloom = bloom_config_from_properties(table.config.properties, storage.uri)
+    _refuse_unmergeable_blocks(table, instant, plan)
     inflight = plan_file(table, instant, INFLIGHT)
     if not storage.exists(inflight):
         storage.write_bytes_atomic(inflight, b"")

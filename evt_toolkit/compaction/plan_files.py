@@ -13,16 +13,19 @@ from typing import TYPE_CHECKING
 
 from evt_toolkit.compaction.merge_task import partition_listing
 from evt_toolkit.errors import PlanValidationError
+from evt_toolkit.format.logfile import BlockType, scan_log_blocks
 from evt_toolkit.format.names import REQUESTED, LogFileName
 from evt_toolkit.table.timeline import COMPACTION
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from evt_toolkit.format.records import CompactionPlan
     from evt_toolkit.storage.fs import FileEntry
     from evt_toolkit.table.fs_view import FileGroup
     from evt_toolkit.table.table import Table
 
-__all__ = ["old_slice_logs", "overlapping_writes", "plan_file", "validate_plan_files"]
+__all__ = ["old_slice_logs", "overlapping_writes", "plan_file", "unmergeable_blocks", "validate_plan_files"]
 
 
 def plan_file(table: Table, instant: str, state: str = REQUESTED) -> str:
@@ -180,3 +183,31 @@ def validate_plan_files(table: Table, plan: CompactionPlan, instant: str | None 
                     "the plan"
                 )
     return problems
+
+
+def unmergeable_blocks(table: Table, logs: Iterable[tuple[str, int]]) -> tuple[str, str, str] | None:
+    """The first of ``logs`` (``(path relative to the table, size)``) holding a block of a committed write that a
+    compaction run does not merge, as ``(its full path, what it holds, the write)``; else ``None``.
+
+    Partial-update blocks (``IS_PARTIAL`` header, Hudi 1.1's partial updates), HFile data blocks and CDC blocks:
+    every task over such a log refuses its file group. The block headers are read as the run reads them; blocks of a
+    rolled-back or uncommitted write are not read, so not merged either.
+    """
+    timeline = table.timeline
+    for path, size in logs:
+        with table.storage.open_input(path) as f:
+            blocks = list(scan_log_blocks(f, size, path))
+        rolled_back = {b.target_instant_time for b in blocks if b.block_type is BlockType.COMMAND}
+        for blk in blocks:
+            if blk.is_corrupt or not blk.is_data or blk.instant_time is None:
+                continue
+            if blk.instant_time in rolled_back or not timeline.is_visible(blk.instant_time):
+                continue
+            if blk.is_partial:
+                what = "partial-update blocks (IS_PARTIAL)"
+            elif blk.block_type in (BlockType.HFILE_DATA, BlockType.CDC_DATA):
+                what = f"{blk.block_type.name} blocks"
+            else:
+                continue
+            return table.storage.full_path(path), what, blk.instant_time
+    return None

@@ -9,7 +9,10 @@ Order of events, and why:
 2. The serial rule for event-time strategies: no compaction or clustering may be pending, or "every event ≤ T is
    compacted" breaks (:class:`~evt_toolkit.errors.PendingTableServiceError` names the pending instants).
 3. :func:`~evt_toolkit.compaction.event_times.slice_infos`, the strategy's selection (prefix rule), ``build_plan``.
-   An empty plan writes nothing and returns ``None``, as Hudi does.
+   An empty plan writes nothing and returns ``None``, as Hudi does. A planned log the run could not compact (a
+   corrupt block; partial-update, HFile or CDC blocks) is refused here. Only once nothing can refuse any more do
+   abandoned schedules' links go (:func:`remove_abandoned_schedules`; the plan is made again when any went), so a
+   refused schedule leaves the table as it was.
 4. With ``link_timing="schedule"`` the links are recorded as the plan's own (an ownership record in
    ``.hoodie/.temp/C/``) and created *before* the plan file: stock writers then find versions ``1..k`` of slice
    ``C`` taken and append after them, and a stock executor of our plan still yields a correct slice. A crash between
@@ -46,7 +49,7 @@ from evt_toolkit.compaction.plan import (
     build_plan,
     encode_plan,
 )
-from evt_toolkit.compaction.plan_files import plan_file, validate_plan_files
+from evt_toolkit.compaction.plan_files import plan_file, unmergeable_blocks, validate_plan_files
 from evt_toolkit.compaction.strategy import (
     CompactionStrategy,
     EventTimeBasedCompactionStrategy,
@@ -64,7 +67,6 @@ from evt_toolkit.errors import (
 )
 from evt_toolkit.faults import fault_point
 from evt_toolkit.format.links import Link
-from evt_toolkit.format.logfile import BlockType, scan_log_blocks
 from evt_toolkit.format.names import BaseFileName
 from evt_toolkit.format.ownership import LINK, SCHEDULE, OwnedFile, OwnershipRecord
 from evt_toolkit.format.records import CompactionPlan
@@ -282,7 +284,6 @@ def _schedule_once(
     table.refresh()
     require_writable(table, "schedule a compaction", versions=TABLE_SERVICE_VERSIONS, merges=True)
     _refuse_pending_rollbacks(table)
-    remove_abandoned_schedules(table)
     timeline = table.timeline
     # On 1.x requested and completion times come from one clock: C must exceed every completion time too (fence 1 of
     # docs/hudi-1x.md §4.4 then makes every later write's instant exceed C).
@@ -304,23 +305,17 @@ def _schedule_once(
                 'after the other, or "every event ≤ T is compacted" would not hold'
             )
 
-    slices = slice_infos(table, event_time_field_for(table, strategy))
-    threshold = _resolve_threshold(table, strategy, slices, now_ms)
-    selections = strategy.select_operations(slices, threshold=threshold)
-    plan = build_plan(
-        selections,
-        c,
-        strategy,
-        threshold,
-        link_mode,
-        link_timing,
-        event_time_field=table.config.event_time_field,
-        extra_metadata=_schema_extra(table),
-    )
-    if plan is None:
+    planned = _plan(table, strategy, c, link_mode, link_timing, now_ms)
+    if planned is None:
         return None
-    _refuse_corrupt_logs(table, c, slices, plan)
-    _refuse_unmergeable_blocks(table, c, slices, plan)
+    # Every refusal is behind: only now do abandoned schedules' links go (a refusal leaves the table as it was), and
+    # the plan is made again without them when any went.
+    if remove_abandoned_schedules(table):
+        table.refresh()
+        planned = _plan(table, strategy, c, link_mode, link_timing, now_ms)
+        if planned is None:
+            return None
+    slices, selections, threshold, plan = planned
 
     extra = {**plan.extra, EXTRA_EXACT_SPLIT: "true" if exact_split else "false"}
     extra.update(_remaining_figures(slices, selections))
@@ -345,6 +340,35 @@ def _schedule_once(
         links=tuple(links),
         operations=len(plan.operations),
     )
+
+
+def _plan(
+    table: Table, strategy: CompactionStrategy, c: str, link_mode: str, link_timing: str, now_ms: int | None
+) -> tuple[list[SliceInfo], list[OperationSelection], int | None, CompactionPlan] | None:
+    """The slices, selections, threshold and plan of compaction ``c`` (``None``: nothing to compact); reads only.
+
+    Raises:
+        EventTimeError, InvalidThresholdError: a misspelt event-time field or a threshold the strategy refuses.
+        LogFormatError, UnsupportedFeatureError: a planned log the run could not compact.
+    """
+    slices = list(slice_infos(table, event_time_field_for(table, strategy)))
+    threshold = _resolve_threshold(table, strategy, slices, now_ms)
+    selections = list(strategy.select_operations(slices, threshold=threshold))
+    plan = build_plan(
+        selections,
+        c,
+        strategy,
+        threshold,
+        link_mode,
+        link_timing,
+        event_time_field=table.config.event_time_field,
+        extra_metadata=_schema_extra(table),
+    )
+    if plan is None:
+        return None
+    _refuse_corrupt_logs(table, c, slices, plan)
+    _refuse_unmergeable_blocks(table, c, slices, plan)
+    return slices, selections, threshold, plan
 
 
 def _refuse_corrupt_logs(table: Table, c: str, slices: Sequence[SliceInfo], plan: CompactionPlan) -> None:
@@ -392,40 +416,26 @@ def _refuse_pending_rollbacks(table: Table) -> None:
 
 
 def _refuse_unmergeable_blocks(table: Table, c: str, slices: Sequence[SliceInfo], plan: CompactionPlan) -> None:
-    """Refuse, before anything is written, a plan that compacts a log holding a block the run does not merge.
-
-    Partial-update blocks (``IS_PARTIAL`` header, Hudi 1.1's partial updates), HFile data blocks and CDC blocks of a
-    committed write: every task of such a plan would refuse its file group, so the plan could never run (and on
-    version 6 writers would put their logs into its new slices, after which it could not be unscheduled either).
-    The planned logs' block headers are read here, as the run reads them.
+    """Refuse, before anything is written, a plan that compacts a log holding a block the run does not merge
+    (:func:`~evt_toolkit.compaction.plan_files.unmergeable_blocks`): every task of such a plan would refuse its file
+    group, so the plan could never run (and on version 6 writers would put their logs into its new slices, after
+    which it could not be unscheduled either). The planned logs' block headers are read here, as the run reads them.
     """
     logs = {(lf.partition_path, lf.name): lf for s in slices for lf in s.log_files}
-    timeline = table.timeline
-    for op in plan.operations:
-        for name in op.delta_files:
-            lf = logs.get((op.partition_path, name))
-            if lf is None:
-                continue
-            with table.storage.open_input(lf.path) as f:
-                blocks = list(scan_log_blocks(f, lf.size, lf.path))
-            rolled_back = {b.target_instant_time for b in blocks if b.block_type is BlockType.COMMAND}
-            for blk in blocks:
-                if blk.is_corrupt or not blk.is_data or blk.instant_time is None:
-                    continue
-                if blk.instant_time in rolled_back or not timeline.is_visible(blk.instant_time):
-                    continue  # not read, so not merged either
-                if blk.is_partial:
-                    what = "partial-update blocks (IS_PARTIAL)"
-                elif blk.block_type in (BlockType.HFILE_DATA, BlockType.CDC_DATA):
-                    what = f"{blk.block_type.name} blocks"
-                else:
-                    continue
-                raise UnsupportedFeatureError(
-                    f"cannot schedule compaction {c} on {table.storage.uri}: log file "
-                    f"{table.storage.full_path(lf.path)} holds {what} of write {blk.instant_time}, which this toolkit "
-                    "reads but does not compact (every task of the plan would refuse its file group); nothing was "
-                    "written"
-                )
+    planned = [
+        (lf.path, lf.size)
+        for op in plan.operations
+        for name in op.delta_files
+        if (lf := logs.get((op.partition_path, name))) is not None
+    ]
+    found = unmergeable_blocks(table, planned)
+    if found is not None:
+        where, what, write = found
+        raise UnsupportedFeatureError(
+            f"cannot schedule compaction {c} on {table.storage.uri}: log file {where} holds {what} of write "
+            f"{write}, which this toolkit reads but does not compact (every task of the plan would refuse its file "
+            "group); nothing was written"
+        )
 
 
 #: How old a schedule's record must be before its links count as abandoned: a schedule still running in another
@@ -494,7 +504,8 @@ def _ran(storage: TableStorage, instant: str, records: list[OwnershipRecord]) ->
 def remove_abandoned_schedules(table: Table, *, older_than_s: float = ABANDONED_AFTER_S) -> list[str]:
     """Delete the links of schedules that died before writing their plan; returns the files deleted.
 
-    Table services call this first (:func:`abandoned_schedules` says why and which count). Should a schedule still
+    Table services call this once every check that can refuse them has passed, so a refusal changes nothing
+    (:func:`abandoned_schedules` says why and which count). Should a schedule still
     running lose its links anyway (a clock far off), its plan, once written, has them made again by the run
     (:func:`evt_toolkit.compaction.executor.run_compaction`).
     """

@@ -43,6 +43,7 @@ from evt_toolkit.services.clean_planner import (
     CleanInputs,
     CleanPlan,
     InstantRef,
+    check_clean_policy,
     plan_clean,
 )
 from evt_toolkit.storage.links import delete_link_or_file
@@ -326,16 +327,17 @@ def clean(
         raise UnsupportedFeatureError(
             f"{table.storage.uri} has savepoints; cleaning around savepointed files is not supported"
         )
-    if not dry_run:
-        remove_abandoned_schedules(table)
-    resumed = _resume_pending(table, dry_run)
-    if resumed is not None:
-        return resumed
     n = (
         retained
         if retained is not None
         else (DEFAULT_COMMITS_RETAINED if policy == KEEP_LATEST_COMMITS else DEFAULT_FILE_VERSIONS_RETAINED)
     )
+    check_clean_policy(policy, n)  # before anything is touched, as every refusal
+    if not dry_run:
+        remove_abandoned_schedules(table)
+    resumed = _resume_pending(table, dry_run)
+    if resumed is not None:
+        return resumed
     plan = plan_clean(gather_clean_inputs(table), policy, n)
     ectr = plan.earliest_commit_to_retain.time if plan.earliest_commit_to_retain is not None else None
     if dry_run or plan.is_empty:

@@ -47,6 +47,7 @@ __all__ = [
     "CleanPlan",
     "CleanPolicyError",
     "InstantRef",
+    "check_clean_policy",
     "earliest_commit_to_retain",
     "plan_clean",
 ]
@@ -221,6 +222,14 @@ def _keep_latest_versions(
     return keep, candidates[versions:]
 
 
+def check_clean_policy(policy: str, retained: int) -> None:
+    """Refuse an unknown policy or ``retained`` < 1 (``CleanPolicyError``)."""
+    if policy not in POLICIES:
+        raise CleanPolicyError(f"unknown or unsupported cleaner policy {policy!r}; expected one of {POLICIES}")
+    if retained < 1:
+        raise CleanPolicyError(f"retained must be at least 1 for {policy}, got {retained}")
+
+
 def plan_clean(inputs: CleanInputs, policy: str, retained: int) -> CleanPlan:
     """Plan a clean.
 
@@ -232,10 +241,7 @@ def plan_clean(inputs: CleanInputs, policy: str, retained: int) -> CleanPlan:
     Raises:
         CleanPolicyError: unknown policy, or ``retained`` < 1.
     """
-    if policy not in POLICIES:
-        raise CleanPolicyError(f"unknown or unsupported cleaner policy {policy!r}; expected one of {POLICIES}")
-    if retained < 1:
-        raise CleanPolicyError(f"retained must be at least 1 for {policy}, got {retained}")
+    check_clean_policy(policy, retained)
     last = inputs.completed_commits[-1].time if inputs.completed_commits else None
     ectr: InstantRef | None = None
     if policy == KEEP_LATEST_COMMITS:

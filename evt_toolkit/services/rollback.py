@@ -554,6 +554,7 @@ def _resume(table: Table, instant: str) -> RollbackResult | None:
         requests = _requests_from_plan(table.storage, plan)
         if action == DELTA_COMMIT:
             requests = [_still_the_targets(table.storage, r, instant) for r in requests]
+        remove_abandoned_schedules(table)  # after every refusal, as for a new rollback
         if not inst.is_inflight:
             table.storage.write_bytes_atomic(_timeline_file(table, inst.time, ROLLBACK, INFLIGHT), b"", overwrite=True)
         target = next((i for i in tl.instants if i.time == instant and i.action == DELTA_COMMIT), None)
@@ -680,12 +681,12 @@ def rollback(table: Table, instant: str) -> RollbackResult:
     """
     table.refresh()
     require_writable(table, f"roll back {instant}", versions=TABLE_SERVICE_VERSIONS)
-    remove_abandoned_schedules(table)
     resumed = _resume(table, instant)
     if resumed is not None:
         return resumed
     inst = _find_target(table, instant)
     _check_rollbackable(table, inst)
+    remove_abandoned_schedules(table)  # after every refusal: a refused rollback leaves the table as it was
     started = time.monotonic()
     listing = list_table_files(table.storage)
     unowned: list[str] = []

@@ -484,8 +484,10 @@ def test_a_stock_plan_of_logs_the_run_does_not_merge_is_refused_naming_the_table
     c = t.compaction.schedule(UnBoundedCompactionStrategy())
     monkeypatch.undo()
     assert c is not None
+    scheduled = _tree(tmp_path)
     with pytest.raises(UnsupportedFeatureError) as err:
         t.compaction.run(c.instant)
+    assert _tree(tmp_path) == scheduled, "the refused run changed the table (the plan went inflight)"
     message = str(err.value)
     assert f"compaction {c.instant} of {t.path}" in message and STOCK_UNMERGEABLE[name].split()[0] in message, message
     assert t.compaction.unschedule(c.instant, dry_run=False).deleted
