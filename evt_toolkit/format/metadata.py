@@ -13,6 +13,7 @@ import json
 import math
 import os
 import posixpath
+import re
 from collections.abc import Mapping
 from decimal import Decimal
 from importlib import resources
@@ -286,21 +287,19 @@ def encode_avro_container(record: Mapping[str, Any], schema_json: str, *, sync_m
     return header + zigzag_long(1) + zigzag_long(len(payload)) + payload + marker
 
 
+_JSON_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
+_NEEDS_ESCAPE = re.compile('["\\\\\x00-\x1f]')
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    c = match.group()
+    short = _JSON_ESCAPES.get(c)
+    return short if short is not None else f"\\u{ord(c):04X}"
+
+
 def _json_string(s: str) -> str:
     # Jackson's escaping: quote, backslash and control characters; non-ASCII is written as is (UTF-8).
-    out = ['"']
-    for c in s:
-        if c == '"':
-            out.append('\\"')
-        elif c == "\\":
-            out.append("\\\\")
-        elif c < " ":
-            short = {"\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}.get(c)
-            out.append(short if short is not None else f"\\u{ord(c):04X}")
-        else:
-            out.append(c)
-    out.append('"')
-    return "".join(out)
+    return '"' + _NEEDS_ESCAPE.sub(_json_escape, s) + '"'
 
 
 def _java_double(x: float) -> str:
