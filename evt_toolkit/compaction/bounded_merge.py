@@ -355,8 +355,12 @@ def _reduce_checked(state: pa.Table, mode: str, *, final: bool = False) -> tuple
     return state.take(pa.array(keep)), not run
 
 
-def _reduce(state: pa.Table, mode: str, *, final: bool = False) -> pa.Table:
-    return _reduce_checked(state, mode, final=final)[0]
+def _winner_rows(state: pa.Table, mode: str) -> np.ndarray | None:
+    """Positions of each key's winner in ``state`` (the final reduction, not gathered); ``None``: every row."""
+    if state.num_rows == 0:
+        return None
+    keep = latest_per_key(state[KEY], state[_SEQ], state[_CT], state[_ORD], mode, pc.equal(state[_SRC], 1))
+    return None if len(keep) == state.num_rows else keep
 
 
 def _partition_ids(keys: pa.ChunkedArray | pa.Array, partitions: int) -> np.ndarray:
@@ -794,22 +798,26 @@ class BoundedSliceMerge:
         ctx = self.ctx
         if self._spill is None:
             pending, self._state, self._state_bytes = self._state, [], 0
+            rows: np.ndarray | None = None
             if not pending:
                 state = self._empty_state()
             elif self._state_exact and len(pending) == 1:
                 state = pending[0]  # one batch, already one row per key
             else:
-                state = _reduce(pa.concat_tables(pending), ctx.merge_mode, final=True)
+                # The winners are not gathered here: the part points at them in the whole state, and the rows the
+                # task writes are gathered once, by the writer.
+                state = pa.concat_tables(pending)
+                rows = _winner_rows(state, ctx.merge_mode)
             del pending
             base = (
                 _read_base(ctx, self.base_file) if self.base_file is not None else _nullable(ctx.schema).empty_table()
             )
-            yield _merge_part(ctx, base, state)
+            yield _merge_part(ctx, base, state, rows)
             return
         for p in range(self._spill.partitions):
-            state = _reduce(self._spill.read("log", p), ctx.merge_mode, final=True)
+            state = self._spill.read("log", p)
             base = self._spill.read("base", p)
-            yield _merge_part(ctx, base, state)
+            yield _merge_part(ctx, base, state, _winner_rows(state, ctx.merge_mode))
             del state, base
             self._trim()
 
@@ -835,13 +843,20 @@ def _read_base(ctx: SliceReadContext, base: BaseFile) -> pa.Table:
     return read_base_file(ctx, base)
 
 
-def _merge_part(ctx: SliceReadContext, base: pa.Table, state: pa.Table) -> SliceMerge:
-    """One partition's :class:`SliceMerge`: ``data``/``deletes`` are the partition's log winners."""
+def _merge_part(ctx: SliceReadContext, base: pa.Table, state: pa.Table, rows: np.ndarray | None = None) -> SliceMerge:
+    """One partition's :class:`SliceMerge`: the log winners are ``state``'s rows ``rows`` (``None``: every row, one
+    per key); ``deletes`` holds the winning deletes, and ``data`` is ``state`` itself, which the winners index."""
     names = ctx.schema.names
+    # ``data`` is the state itself (no copy): delete rows and the records that lost stay in it, but no index points
+    # at them. Of the winners only the merge's own columns are gathered.
+    data = state.select(names)
+    merge_cols = [KEY, _SEQ, _DEL, _CT, _ORD, _SRC] + ([_PARTITION] if _PARTITION in state.column_names else [])
+    winning = state.select(merge_cols)
+    if rows is not None:
+        winning = winning.take(pa.array(rows))
+    state = winning
     src = np.asarray(state[_SRC].to_numpy(zero_copy_only=False), dtype=np.int8)
     is_data = src == 0
-    # ``data`` is the state itself (no copy): delete rows stay in it but no index points at them.
-    data = state.select(names)
     dels = state.filter(pa.array(~is_data)) if not is_data.all() else state.slice(0, 0)
     deletes = pa.table(
         {
@@ -853,7 +868,8 @@ def _merge_part(ctx: SliceReadContext, base: pa.Table, state: pa.Table) -> Slice
             "ordering_wrapper": pa.nulls(dels.num_rows, pa.string()),
         }
     )
-    idx = np.where(is_data, np.arange(len(src), dtype=np.int64), np.cumsum(~is_data) - 1).astype(np.int64)
+    positions = np.arange(len(src), dtype=np.int64) if rows is None else np.asarray(rows, dtype=np.int64)
+    idx = np.where(is_data, positions, np.cumsum(~is_data) - 1).astype(np.int64)
     winners = pa.table(
         {
             "key": state[KEY].cast(pa.string()),
