@@ -40,7 +40,7 @@ import contextlib
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -73,6 +73,7 @@ from evt_toolkit.format.bloom import bloom_config_from_properties
 from evt_toolkit.format.extra_metadata import COMPACTION_LINKS
 from evt_toolkit.format.links import COPY, Link, encode_commit_links
 from evt_toolkit.format.log_content import default_decode_threads
+from evt_toolkit.format.logfile import LogBlock
 from evt_toolkit.format.names import COMPLETED, INFLIGHT
 from evt_toolkit.format.ownership import BASE, CARRY_OVER, LINK, RUN, SCHEDULE, OwnedFile
 from evt_toolkit.format.records import CommitMetadata, CompactionPlan, WriteStat
@@ -200,7 +201,12 @@ def _run_tasks(
     spark: SparkSession | None,
     progress: ProgressCallback | None,
     storage: TableStorage,
+    listings: dict[str, list[FileEntry]] | None = None,
+    scans: Mapping[tuple[str, int], list[LogBlock]] | None = None,
 ) -> list[MergeResult]:
+    """Run ``tasks`` on Spark or here. ``listings`` and ``scans`` are the partitions' files and the compacted logs'
+    block headers the driver read after the plan's links stood, for the tasks run here (Spark tasks list and scan
+    for themselves)."""
     total = len(tasks)
     if spark is not None:
         # A Spark task may use the cores Spark reserves for it (locally, see _run_tasks_here).
@@ -208,7 +214,7 @@ def _run_tasks(
         tasks = [replace(t, decode_threads=threads) for t in tasks]
     if spark is None:
         with _naming_the_run(tasks[0].instant if tasks else "?", storage.uri):
-            return _run_tasks_here(tasks, progress, storage)
+            return _run_tasks_here(tasks, progress, storage, listings, scans)
     sc = spark.sparkContext
     rdd = sc.parallelize(tasks, numSlices=max(1, total)).map(run_merge_task)
     instant = tasks[0].instant if tasks else "?"
@@ -262,7 +268,11 @@ def local_task_slots(tasks: int) -> int:
 
 
 def _run_tasks_here(
-    tasks: list[MergeTask], progress: ProgressCallback | None, storage: TableStorage
+    tasks: list[MergeTask],
+    progress: ProgressCallback | None,
+    storage: TableStorage,
+    listings: dict[str, list[FileEntry]] | None = None,
+    scans: Mapping[tuple[str, int], list[LogBlock]] | None = None,
 ) -> list[MergeResult]:
     """Run the tasks in this process, :func:`local_task_slots` at a time, as an executor with that many cores would.
 
@@ -282,10 +292,10 @@ def _run_tasks_here(
         if progress is not None:
             progress(ProgressEvent("tasks", done, total, f"compacted file group {result.file_id}"))
 
-    listings = _partition_listings(storage, tasks)
+    listings = _partition_listings(storage, tasks, listings)
     if slots == 1:
         for i, task in enumerate(tasks):
-            finished(i + 1, run_merge_task(task, listings[task.partition_path]))
+            finished(i + 1, run_merge_task(task, listings[task.partition_path], scans))
         return results
     share = MemoryBudget.resolve(None).total // slots
     cancel = threading.Event()
@@ -306,7 +316,7 @@ def _run_tasks_here(
     try:
         futures = []
         for t in tasks:
-            futures.append(pool.submit(run, t, listings[t.partition_path]))
+            futures.append(pool.submit(run, t, listings[t.partition_path], scans))
         for done, future in enumerate(as_completed(futures), 1):
             finished(done, future.result())
     except BaseException:
@@ -320,11 +330,13 @@ def _run_tasks_here(
     return results
 
 
-def _partition_listings(storage: TableStorage, tasks: list[MergeTask]) -> dict[str, list[FileEntry]]:
+def _partition_listings(
+    storage: TableStorage, tasks: list[MergeTask], listings: dict[str, list[FileEntry]] | None = None
+) -> dict[str, list[FileEntry]]:
     """One listing per partition for the tasks run here, taken before any of them starts and after the plan's links
-    stand. Each task's own listing would be a few milliseconds younger, and no safer: a write landing after either is
-    caught by the check before the commit (step 5)."""
-    listings: dict[str, list[FileEntry]] = {}
+    stand (``listings``: those the driver took since). Each task's own listing would be a few milliseconds younger,
+    and no safer: a write landing after either is caught by the check before the commit (step 5)."""
+    listings = {} if listings is None else listings
     for t in tasks:
         partition_listing(storage, t.partition_path, listings)
     return listings
@@ -386,21 +398,27 @@ def _refuse_grown(table: Table, instant: str, path: str, writers: tuple[str, ...
     )
 
 
-def _refuse_unmergeable_blocks(table: Table, instant: str, plan: CompactionPlan) -> None:
+def _refuse_unmergeable_blocks(
+    table: Table,
+    instant: str,
+    plan: CompactionPlan,
+    listings: dict[str, list[FileEntry]],
+    scans: dict[tuple[str, int], list[LogBlock]],
+) -> None:
     """Refuse, before the plan goes inflight, a plan over a log holding blocks the tasks do not merge: one another
     scheduler wrote (stock Hudi 1.1 compacts partial updates), or an older schedule of this toolkit's. The planned
-    logs' block headers are read once here (the schedule reads them too), so a refusal leaves the plan requested.
+    logs' block headers are read once here (the schedule reads them too), so a refusal leaves the plan requested;
+    the scans go into ``scans`` for the tasks run in this process, which then do not read them again.
 
     Raises:
         UnsupportedFeatureError: naming the compaction, the table, the log and the write.
     """
     storage = table.storage
-    listings: dict[str, list[FileEntry]] = {}
     planned = []
     for op in plan.operations:
         sizes = {e.name: e for e in partition_listing(storage, op.partition_path, listings)}
         planned += [(e.path, e.size) for name in op.delta_files if (e := sizes.get(name)) is not None]
-    found = unmergeable_blocks(table, planned)
+    found = unmergeable_blocks(table, planned, scans)
     if found is not None:
         where, what, write = found
         raise UnsupportedFeatureError(
@@ -454,7 +472,9 @@ def run_compaction(
     _, plan = load_pending_plan(table, instant)
     extra = dict(plan.extra)
     split = exact_split or extra.get(EXTRA_EXACT_SPLIT) == "true"
-    problems = validate_plan_files(table, plan, instant)
+    # One listing per partition serves the checks below and, when the run makes no link, the tasks run here.
+    listings: dict[str, list[FileEntry]] = {}
+    problems = validate_plan_files(table, plan, instant, listings)
     if problems:
         raise PlanValidationError(f"compaction {instant} cannot run: " + "; ".join(problems))
     storage = table.storage
@@ -473,7 +493,8 @@ def run_compaction(
 
     # Checked before the plan goes inflight: settings Hudi would refuse leave the table as it was.
     bloom = bloom_config_from_properties(table.config.properties, storage.uri)
-    _refuse_unmergeable_blocks(table, instant, plan)
+    scans: dict[tuple[str, int], list[LogBlock]] = {}
+    _refuse_unmergeable_blocks(table, instant, plan, listings, scans)
     inflight = plan_file(table, instant, INFLIGHT)
     if not storage.exists(inflight):
         storage.write_bytes_atomic(inflight, b"")
@@ -481,6 +502,8 @@ def run_compaction(
 
     links = list(plan.links)
     created = ensure_plan_links(table, instant, links, link_timing)
+    if created:  # the partitions changed: the tasks list them again
+        listings, scans = {}, {}
     if link_timing == "execute" and links:
         fault_point("run.after_links")
     if progress is not None:
@@ -517,20 +540,23 @@ def run_compaction(
     record_ownership(
         storage, instant, RUN, f"tasks-{attempt}" if attempt else "tasks", [f for t in tasks for f in task_outputs(t)]
     )
-    results = sorted(_run_tasks(tasks, spark, progress, storage), key=lambda r: r.index)
+    results = sorted(_run_tasks(tasks, spark, progress, storage, listings, scans), key=lambda r: r.index)
     reruns = 0
+    # Listings taken after every task ran (and was run again), for the checks before the commit.
+    after: dict[str, list[FileEntry]] = {}
     # Event-time tables, and any table whose tasks took a deleted key out of a base file: a write landed since the
     # task read its slice can change the task's decision (docs/data-safety.md §2).
     if (spec.merge_mode == EVENT_TIME and spec.ordering_field) or any(r.ct_sensitive_keys for r in results):
         for _round in range(_MAX_RERUNS):
-            listings: dict[str, list[FileEntry]] = {}  # one listing per partition and round, after every task
-            again = [t for t, r in zip(tasks, results, strict=True) if landed_logs_matter(t, r, storage, listings)]
+            after = {}  # one listing per partition and round, after every task
+            again = [t for t, r in zip(tasks, results, strict=True) if landed_logs_matter(t, r, storage, after)]
             if not again:
                 break
             reruns += len(again)
             redone = {r.index: r for r in _run_tasks(again, None if len(again) < 2 else spark, None, storage)}
             results = [redone.get(r.index, r) for r in results]
         else:
+            after = {}
             if any(landed_logs_matter(t, r, storage) for t, r in zip(tasks, results, strict=True)):
                 raise CompactionExecutionError(
                     f"compaction {instant} of {storage.uri}: writes kept landing in its new file slices while it "
@@ -539,9 +565,8 @@ def run_compaction(
     if table.config.timeline_layout < 2:
         # Version 6 on storage with append: a stock writer may have appended to a compacted log since its task read
         # it (1.x logs never change once written).
-        grown_in: dict[str, list[FileEntry]] = {}
         for task, result in zip(tasks, results, strict=True):
-            listing = partition_listing(storage, task.partition_path, grown_in)
+            listing = partition_listing(storage, task.partition_path, after)
             grown = grown_compacted_log(storage, task, result, listing)
             if grown is not None:
                 _refuse_grown(table, instant, *grown, "the compaction ran")
@@ -549,7 +574,7 @@ def run_compaction(
         for link in links:
             if link.mode != COPY:
                 continue
-            sizes = {e.name: e.size for e in partition_listing(storage, link.partition_path, grown_in)}
+            sizes = {e.name: e.size for e in partition_listing(storage, link.partition_path, after)}
             copied, now = sizes.get(link.symlink), sizes.get(link.target)
             if copied is not None and now is not None and now > copied:
                 writers = appended_writers(storage, link.partition_path, link.target, copied, now)

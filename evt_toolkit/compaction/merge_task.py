@@ -35,7 +35,7 @@ import posixpath
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -734,12 +734,17 @@ class _CarryOver:
         return b"".join(blocks), records
 
 
-def run_merge_task(task: MergeTask, listing: list[FileEntry] | None = None) -> MergeResult:
+def run_merge_task(
+    task: MergeTask,
+    listing: list[FileEntry] | None = None,
+    scans: Mapping[tuple[str, int], list[LogBlock]] | None = None,
+) -> MergeResult:
     """Run one plan operation and return what it wrote.
 
     ``listing`` is the partition's files when the caller listed them for its tasks after the plan's links stood
     (the local executor, once per partition); otherwise the task lists the partition itself. Either way, a write
-    landing after the listing is the driver's to catch before it commits (:func:`landed_logs_matter`).
+    landing after the listing is the driver's to catch before it commits (:func:`landed_logs_matter`). ``scans``
+    are block headers the caller read from that listing's logs, by ``(path, size)``; the others are read here.
 
     The merge runs in bounded memory (:mod:`~evt_toolkit.compaction.bounded_merge`): logs are decoded and reduced in
     batches and, past ``task.memory_budget``, spilled by hash partition to local disk and merged partition by
@@ -756,7 +761,7 @@ def run_merge_task(task: MergeTask, listing: list[FileEntry] | None = None) -> M
             an open input stream (names the compaction, the file group and the table).
     """
     try:
-        return _run_merge_task(task, listing)
+        return _run_merge_task(task, listing, scans)
     except OSError as exc:  # what bypasses TableStorage's own calls: they raise StorageErrors
         raise StorageError(
             f"compaction {task.instant} of {task.table_uri}: file group {task.file_id} in {task.partition_path!r}: "
@@ -787,7 +792,9 @@ def _abandoned_check(storage: TableStorage, task: MergeTask) -> Callable[[], boo
     return stop
 
 
-def _run_merge_task(task: MergeTask, listing: list[FileEntry] | None) -> MergeResult:
+def _run_merge_task(
+    task: MergeTask, listing: list[FileEntry] | None, scans: Mapping[tuple[str, int], list[LogBlock]] | None
+) -> MergeResult:
     started = time.monotonic()
     storage = TableStorage.from_uri(task.table_uri, task.spec.storage_options)
     op = task.operation
@@ -808,7 +815,7 @@ def _run_merge_task(task: MergeTask, listing: list[FileEntry] | None) -> MergeRe
     base_file = _base_file(storage, partition, str(data_file), sizes) if data_file else None
     later = _task_later_logs(storage, task, listing)
     storage.prefetch([lf.path for lf in logs] + ([base_file.path] if base_file is not None else []))
-    scanned = scan_logs(storage, logs + tuple(later))  # each log's headers are read once per task
+    scanned = scan_logs(storage, logs + tuple(later), scans)  # each log's headers are read once per run
     blocks, rollbacks = _check_blocks(storage, logs, tuple(later), scanned)
     _refuse_pending_blocks(storage, task, logs, scanned)
     ctx = task.spec.context(None, storage=storage)

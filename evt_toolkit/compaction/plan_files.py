@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from evt_toolkit.compaction.merge_task import partition_listing
 from evt_toolkit.errors import PlanValidationError
-from evt_toolkit.format.logfile import BlockType, scan_log_blocks
+from evt_toolkit.format.logfile import BlockType, LogBlock, scan_log_blocks
 from evt_toolkit.format.names import REQUESTED, LogFileName
 from evt_toolkit.table.timeline import COMPACTION
 
@@ -133,17 +133,24 @@ def overlapping_writes(
     return sorted(out)
 
 
-def validate_plan_files(table: Table, plan: CompactionPlan, instant: str | None = None) -> list[str]:
+def validate_plan_files(
+    table: Table,
+    plan: CompactionPlan,
+    instant: str | None = None,
+    listings: dict[str, list[FileEntry]] | None = None,
+) -> list[str]:
     """Problems of a plan against storage (empty when it can run): missing files, broken prefix rule.
 
     Checks, per operation: the base file and every compacted log exist; the compacted logs followed by the link
     targets are exactly the old slice's logs in replay order (so the compacted set is a prefix and nothing of the
     slice is forgotten); on 1.x, no write requested before ``instant`` completed after it or is still pending in the
-    file group (:func:`overlapping_writes`).
+    file group (:func:`overlapping_writes`). ``listings`` (partition -> files) shares the partitions' listings with
+    the caller: those it holds are used, those it lacks are listed and put there.
     """
     storage = table.storage
     problems: list[str] = []
-    listings: dict[str, list[FileEntry]] = {}
+    if listings is None:
+        listings = {}
     present: dict[str, set[str]] = {}
     slices = _SliceLogs(table, instant)
     for op in plan.operations:
@@ -185,18 +192,23 @@ def validate_plan_files(table: Table, plan: CompactionPlan, instant: str | None 
     return problems
 
 
-def unmergeable_blocks(table: Table, logs: Iterable[tuple[str, int]]) -> tuple[str, str, str] | None:
+def unmergeable_blocks(
+    table: Table, logs: Iterable[tuple[str, int]], scans: dict[tuple[str, int], list[LogBlock]] | None = None
+) -> tuple[str, str, str] | None:
     """The first of ``logs`` (``(path relative to the table, size)``) holding a block of a committed write that a
     compaction run does not merge, as ``(its full path, what it holds, the write)``; else ``None``.
 
     Partial-update blocks (``IS_PARTIAL`` header, Hudi 1.1's partial updates), HFile data blocks and CDC blocks:
     every task over such a log refuses its file group. The block headers are read as the run reads them; blocks of a
-    rolled-back or uncommitted write are not read, so not merged either.
+    rolled-back or uncommitted write are not read, so not merged either. Each log's scan is put into ``scans`` (by
+    ``(path, size)``) when given, for the run's tasks to use instead of reading the headers again.
     """
     timeline = table.timeline
     for path, size in logs:
         with table.storage.open_input(path) as f:
             blocks = list(scan_log_blocks(f, size, path))
+        if scans is not None:
+            scans[(path, size)] = blocks
         rolled_back = {b.target_instant_time for b in blocks if b.block_type is BlockType.COMMAND}
         for blk in blocks:
             if blk.is_corrupt or not blk.is_data or blk.instant_time is None:

@@ -112,10 +112,23 @@ class QueuedBlock:
     block: LogBlock
 
 
-def scan_logs(storage: TableStorage, log_files: Iterable[LogFile]) -> dict[str, list[LogBlock]]:
-    """``path -> blocks`` of each log (headers only, :func:`~evt_toolkit.format.logfile.scan_log_blocks`)."""
+def scan_logs(
+    storage: TableStorage,
+    log_files: Iterable[LogFile],
+    known: Mapping[tuple[str, int], list[LogBlock]] | None = None,
+) -> dict[str, list[LogBlock]]:
+    """``path -> blocks`` of each log (headers only, :func:`~evt_toolkit.format.logfile.scan_log_blocks`).
+
+    ``known`` holds scans the caller took moments before, by ``(path, size)`` from the same listing: a log of that
+    path and size is not read again (a scan depends only on the file's first ``size`` bytes, and a log is only ever
+    appended to).
+    """
     out: dict[str, list[LogBlock]] = {}
     for lf in log_files:
+        hit = known.get((lf.path, lf.size)) if known is not None else None
+        if hit is not None:
+            out[lf.path] = hit
+            continue
         with storage.open_input(lf.path) as f:
             out[lf.path] = list(scan_log_blocks(f, lf.size, lf.path))
     return out
