@@ -30,6 +30,7 @@ import pytest
 
 import evt_toolkit as evt
 from evt_toolkit.errors import StorageError
+from evt_toolkit.format.properties import dump_properties, parse_properties
 from tests.safety.interrupts import Case, Interrupter, Model, batch, files, ours, run_interrupted, theirs
 
 
@@ -121,9 +122,17 @@ def test_a_simple_index_write_refuses_a_base_file_it_cannot_read(tmp_path: Path)
     """A SIMPLE-index write looks every key up in the latest base files: one it cannot read would make updates of its
     keys inserts elsewhere (the key then read twice)."""
     path = str(tmp_path / "t")
-    t = evt.HudiTable.create(
+    evt.HudiTable.create(
         path, "it", "id", partition_by="region", ordering_field="ts", table_version=9, merge_mode="commit_time"
     )
+    # As a stock writer leaves a table: no index recorded in hoodie.properties (the toolkit records its bucket index,
+    # and a write naming another one is refused).
+    props_path = Path(path) / ".hoodie" / "hoodie.properties"
+    props = {k: v for k, v in parse_properties(props_path.read_text()).items() if not k.startswith("hoodie.index.")}
+    props.pop("hoodie.bucket.index.num.buckets", None)
+    props.pop("hoodie.bucket.index.hash.field", None)
+    props_path.write_text(dump_properties(props))
+    t = evt.HudiTable.open(path)
     opts = {"hoodie.index.type": "SIMPLE"}
     m = Model()
     t.write(batch(list(range(12)), 1), options=opts)
