@@ -295,7 +295,7 @@ def _run_tasks_here(
     listings = _partition_listings(storage, tasks, listings)
     if slots == 1:
         for i, task in enumerate(tasks):
-            finished(i + 1, run_merge_task(task, listings[task.partition_path], scans))
+            finished(i + 1, run_merge_task(task, listings[task.partition_path], scans, storage))
         return results
     share = MemoryBudget.resolve(None).total // slots
     cancel = threading.Event()
@@ -316,7 +316,7 @@ def _run_tasks_here(
     try:
         futures = []
         for t in tasks:
-            futures.append(pool.submit(run, t, listings[t.partition_path], scans))
+            futures.append(pool.submit(run, t, listings[t.partition_path], scans, storage))
         for done, future in enumerate(as_completed(futures), 1):
             finished(done, future.result())
     except BaseException:

@@ -738,6 +738,7 @@ def run_merge_task(
     task: MergeTask,
     listing: list[FileEntry] | None = None,
     scans: Mapping[tuple[str, int], list[LogBlock]] | None = None,
+    storage: TableStorage | None = None,
 ) -> MergeResult:
     """Run one plan operation and return what it wrote.
 
@@ -745,6 +746,8 @@ def run_merge_task(
     (the local executor, once per partition); otherwise the task lists the partition itself. Either way, a write
     landing after the listing is the driver's to catch before it commits (:func:`landed_logs_matter`). ``scans``
     are block headers the caller read from that listing's logs, by ``(path, size)``; the others are read here.
+    ``storage`` is the table's storage when the caller runs the task in its own process (on an object store its
+    cache then serves the logs the caller fetched); otherwise the task opens it from ``task.table_uri``.
 
     The merge runs in bounded memory (:mod:`~evt_toolkit.compaction.bounded_merge`): logs are decoded and reduced in
     batches and, past ``task.memory_budget``, spilled by hash partition to local disk and merged partition by
@@ -761,7 +764,7 @@ def run_merge_task(
             an open input stream (names the compaction, the file group and the table).
     """
     try:
-        return _run_merge_task(task, listing, scans)
+        return _run_merge_task(task, listing, scans, storage)
     except OSError as exc:  # what bypasses TableStorage's own calls: they raise StorageErrors
         raise StorageError(
             f"compaction {task.instant} of {task.table_uri}: file group {task.file_id} in {task.partition_path!r}: "
@@ -793,10 +796,14 @@ def _abandoned_check(storage: TableStorage, task: MergeTask) -> Callable[[], boo
 
 
 def _run_merge_task(
-    task: MergeTask, listing: list[FileEntry] | None, scans: Mapping[tuple[str, int], list[LogBlock]] | None
+    task: MergeTask,
+    listing: list[FileEntry] | None,
+    scans: Mapping[tuple[str, int], list[LogBlock]] | None,
+    storage: TableStorage | None,
 ) -> MergeResult:
     started = time.monotonic()
-    storage = TableStorage.from_uri(task.table_uri, task.spec.storage_options)
+    if storage is None:
+        storage = TableStorage.from_uri(task.table_uri, task.spec.storage_options)
     op = task.operation
     partition = task.partition_path
     name = base_file_name(task)

@@ -204,6 +204,8 @@ def unmergeable_blocks(
     ``(path, size)``) when given, for the run's tasks to use instead of reading the headers again.
     """
     timeline = table.timeline
+    logs = list(logs)
+    table.storage.prefetch([path for path, _ in logs])  # on object stores: fetched in parallel, not one by one
     for path, size in logs:
         with table.storage.open_input(path) as f:
             blocks = list(scan_log_blocks(f, size, path))
