@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from evt_toolkit.errors import StorageError, TableConfigError, UnsupportedTableError
+from evt_toolkit.errors import ObjectNotFoundError, StorageError, TableConfigError, UnsupportedTableError
 from evt_toolkit.format.eventtime import EpochUnit
 from evt_toolkit.format.properties import (
     HOODIE_PROPERTIES,
@@ -289,11 +289,17 @@ def load_table_config(storage: TableStorage) -> TableConfig:
     return TableConfig.from_properties(props, storage.full_path(HOODIE_PROPERTIES))
 
 
+class _Missing(Exception):
+    """The properties file is not there (read_table_properties then tries the backup)."""
+
+
 def _read_validated(storage: TableStorage, rel: str) -> dict[str, str]:
     source = storage.full_path(rel)
     try:
         # Properties.load(InputStream) decodes ISO-8859-1; Properties.store escapes everything else.
         text = storage.read_bytes(rel).decode("latin-1")
+    except ObjectNotFoundError as exc:
+        raise _Missing(source) from exc
     except StorageError as exc:
         raise TableConfigError(f"cannot read {source}: {exc}") from exc
     try:
@@ -320,21 +326,16 @@ def read_table_properties(storage: TableStorage) -> dict[str, str]:
     Raises:
         TableConfigError: the file is missing ("not a Hudi table"), unreadable, malformed or has a bad checksum.
     """
-    main_exists = storage.exists(HOODIE_PROPERTIES)
-    backup_exists = storage.exists(HOODIE_PROPERTIES_BACKUP)
-    if not main_exists and not backup_exists:
-        raise TableConfigError(f"{storage.full_path(HOODIE_PROPERTIES)} not found: not a Hudi table")
+    # Each file is read straight away (one request on an object store), not asked for first.
     first_error: TableConfigError | None = None
-    if main_exists:
+    for rel in (HOODIE_PROPERTIES, HOODIE_PROPERTIES_BACKUP):
         try:
-            return _read_validated(storage, HOODIE_PROPERTIES)
-        except TableConfigError as exc:
-            first_error = exc
-    if backup_exists:
-        try:
-            return _read_validated(storage, HOODIE_PROPERTIES_BACKUP)
+            return _read_validated(storage, rel)
+        except _Missing:
+            continue
         except TableConfigError as exc:
             if first_error is None:
                 first_error = exc
-    assert first_error is not None
+    if first_error is None:
+        raise TableConfigError(f"{storage.full_path(HOODIE_PROPERTIES)} not found: not a Hudi table")
     raise first_error

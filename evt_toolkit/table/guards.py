@@ -64,7 +64,7 @@ def metadata_partitions(table: Table) -> tuple[str, ...]:
 
 def has_metadata_table(table: Table) -> bool:
     """Whether the table has (or declares) a metadata table."""
-    return bool(metadata_partitions(table)) or table.storage.exists(METADATA_FOLDER)
+    return bool(metadata_partitions(table)) or table.storage.is_dir(METADATA_FOLDER)
 
 
 #: Table settings that give a merge rules this toolkit does not apply: a custom delete marker (Hudi 1.1 keeps it
