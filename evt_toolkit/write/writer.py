@@ -45,6 +45,7 @@ from evt_toolkit.format.names import COMPLETED, INFLIGHT, REQUESTED, LogFileName
 from evt_toolkit.format.ownership import WRITE
 from evt_toolkit.format.records import CommitMetadata, WriteStat
 from evt_toolkit.format.table_version import WRITABLE_TABLE_VERSIONS
+from evt_toolkit.storage.fs import TableStorage
 from evt_toolkit.storage.log_blocks import read_block_instants
 from evt_toolkit.storage.ownership import drop_ownership, owned_files, unscheduling_marker
 from evt_toolkit.table.fs_view import FileSystemView, list_partition_files
@@ -77,7 +78,6 @@ from evt_toolkit.write.task import (
 )
 
 if TYPE_CHECKING:
-    from evt_toolkit.storage.fs import TableStorage
     from evt_toolkit.table.table import Table
 
 __all__ = ["Executor", "TaskInput", "check_writable", "local_executor", "spark_job_failed", "write"]
@@ -94,8 +94,20 @@ _INSERT_SPLIT_SIZE_KEY = "hoodie.copyonwrite.insert.split.size"
 
 
 def local_executor(spec: WriteJobSpec, tasks: list[TaskInput]) -> list[list[FileWritten]]:
-    """Run every task in this process, one after the other (task partition id = position)."""
-    return [write_file_group(spec, fg, up, de, task_partition_id=i) for i, (fg, up, de) in enumerate(tasks)]
+    """Run every task in this process (task partition id = position): one after the other on a local file system;
+    side by side on an object store, where a task mostly waits on its requests (:meth:`TableStorage.parallel`: a
+    failure or Ctrl-C is raised once every task that started has returned, so none writes after the write failed)."""
+    items = list(enumerate(tasks))
+
+    def run(item: tuple[int, TaskInput]) -> list[FileWritten]:
+        i, (fg, up, de) = item
+        return write_file_group(spec, fg, up, de, task_partition_id=i)
+
+    if len(items) > 1:
+        storage = TableStorage.from_uri(spec.table_uri, spec.storage_options)
+        if storage.is_object_store:
+            return storage.parallel(run, items)
+    return [run(item) for item in items]
 
 
 # -- input ------------------------------------------------------------------------------------------------------------
