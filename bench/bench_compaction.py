@@ -57,7 +57,7 @@ from evt_toolkit.format.log_content import DECODE_CHUNK_BYTES, MIN_CHUNK_BYTES, 
 from evt_toolkit.format.logfile import BlockType, scan_log_blocks
 from evt_toolkit.format.names import BaseFileName
 from evt_toolkit.format.records import CompactionOperation
-from evt_toolkit.storage.fs import FileEntry, TableStorage
+from evt_toolkit.storage.fs import TableStorage
 
 BASE = 1_700_000_000_000
 KEY = "_hoodie_record_key"
@@ -312,11 +312,11 @@ def task_memory_probe(records: list[dict[str, Any]]) -> Iterator[None]:
     original = executor_mod.run_merge_task
     slots = executor_mod.local_task_slots
 
-    def probed(task: MergeTask, listing: list[FileEntry] | None = None) -> MergeResult:
+    def probed(task: MergeTask, *args: Any, **kwargs: Any) -> MergeResult:
         storage = TableStorage.from_uri(task.table_uri)
         slice_bytes = _slice_input_bytes(storage, task.operation)
         with peak_memory() as mem:
-            out = original(task, listing)
+            out = original(task, *args, **kwargs)
         records.append(
             {
                 "file_id": task.file_id,
