@@ -67,7 +67,12 @@ from evt_toolkit.write.plan import (
     plan_file_group_writes,
     reserved_versions,
 )
-from evt_toolkit.write.simple_index import DEFAULT_INSERT_SPLIT_SIZE, key_locations, plan_simple_index_writes
+from evt_toolkit.write.simple_index import (
+    DEFAULT_INSERT_SPLIT_SIZE,
+    KeyStates,
+    key_locations,
+    plan_simple_index_writes,
+)
 from evt_toolkit.write.task import (
     BUCKET_COLUMN,
     FileWritten,
@@ -87,6 +92,8 @@ TaskInput = tuple[FileGroupWrite, pa.Table, pa.Table]
 Executor = Callable[[WriteJobSpec, list[TaskInput]], list[list[FileWritten]]]
 
 DELTA_COMMIT = "deltacommit"
+#: The key columns of a keyed batch.
+_KEYS = ["_hoodie_partition_path", "_hoodie_record_key"]
 #: Key generators whose keys and partition paths :mod:`evt_toolkit.write.task` reproduces.
 _MAX_LOG_FILE_SIZE_KEY = "hoodie.logfile.max.size"
 _MAX_DATA_BLOCK_SIZE_KEY = "hoodie.logfile.data.block.max.size"
@@ -613,6 +620,7 @@ def write(
     *,
     executor: Executor | None = None,
     options: Mapping[str, str] | None = None,
+    key_states: KeyStates | None = None,
 ) -> str:
     """Write one batch as a deltacommit (table versions 6, 8 and 9; see docs/hudi-1x.md for 8 and 9).
 
@@ -630,6 +638,10 @@ def write(
             ``hoodie.copyonwrite.insert.split.size`` (otherwise read from ``hoodie.properties``, else Hudi's
             defaults); for stock v8/v9 tables the index their writers use: ``hoodie.index.type`` (``SIMPLE`` or
             ``BUCKET`` with ``hoodie.bucket.index.num.buckets``).
+        key_states: where the SIMPLE index finds keys that no base file holds but a compaction's logs do
+            (:func:`evt_toolkit.read.key_states.log_key_states`; ``HudiTable.write`` and the Spark writers pass it):
+            without it a late record of a key whose event-time delete a compaction carried is inserted again as a
+            new file group, and the deleted key comes back (``docs/data-safety.md`` §2).
 
     Returns:
         The completed instant; ``""`` when a delete found nothing to delete on a table that never held a record
@@ -722,8 +734,19 @@ def write(
                 slices = {(s.partition_path, s.file_id): (s.base_instant, s.base_file) for s in _existing_slices(table)}
                 partitions = {p for p, _ in _pairs(upserts) | _pairs(deletes)}
                 split = _int_option(opts, props, _INSERT_SPLIT_SIZE_KEY, DEFAULT_INSERT_SPLIT_SIZE)
+                locations = key_locations(table, partitions)
                 fgs, upserts, deletes = plan_simple_index_writes(
-                    instant, upserts, deletes, key_locations(table, partitions), slices, insert_split_size=split
+                    instant,
+                    upserts,
+                    deletes,
+                    locations,
+                    slices,
+                    insert_split_size=split,
+                    log_states=None
+                    if key_states is None
+                    else key_states(table, pa.concat_tables([upserts.select(_KEYS), deletes.select(_KEYS)]), locations),
+                    ordering_field=cfg.ordering_field,
+                    merge_mode=cfg.merge_mode,
                 )
             group_keys = _group_keys(
                 pa.array([fg.partition_path for fg in fgs], pa.string()),
