@@ -521,6 +521,41 @@ def _check_no_later_compaction(table: Table, instant: str, fgs: list[FileGroupWr
             )
 
 
+def _check_no_later_write(table: Table, instant: str, fgs: list[FileGroupWrite], timeline: Timeline) -> None:
+    """Refuse to complete a 1.x write when a deltacommit requested after its instant already completed in one of its
+    file groups.
+
+    Completed, this write would be the later commit of the two (its completion time is issued after the other's, so
+    incremental windows and Hudi's completion-time ordering put its records last) while every reader that replays a
+    slice's logs by the instant in their names (Java's ``LogFileComparator``, hudi-rs, this toolkit) puts them
+    first: the snapshot would answer with the other write's records where this one, committed last, must win
+    (commit-time ordering, and ties in event-time ordering). Hudi's optimistic concurrency control refuses the same
+    pair (two writes of one file group, the second to commit fails); refused here, the write is left inflight — roll
+    it back and write again, under an instant after the other's. Looked at after the logs are written, before the
+    metadata-table sync.
+
+    Raises:
+        WriteError: naming the other deltacommit and the file group.
+    """
+    mine = {(fg.partition_path, fg.file_id) for fg in fgs}
+    if not mine:
+        return
+    for inst in timeline.instants:
+        if inst.time <= instant or inst.action != DELTA_COMMIT or not inst.is_completed:
+            continue
+        try:
+            touched = timeline.commit_metadata(inst).file_groups()
+        except EvtError:
+            touched = mine  # unreadable (rolled back while this looked, or damaged): assume the worst
+        for partition, file_id in sorted(mine & touched):
+            raise WriteError(
+                f"deltacommit {instant} of {table.storage.uri}: deltacommit {inst.time}, requested after this write's "
+                f"instant, completed first and wrote file group {file_id} in {partition!r}; completing now would make "
+                "this write the later commit while readers replay its logs before the other's; the write was left "
+                "inflight: roll it back and write again"
+            )
+
+
 def _pending_reservations(table: Table) -> list[PendingCompactionReservation]:
     out: list[PendingCompactionReservation] = []
     for inst in table.timeline.pending_compactions():
@@ -833,6 +868,7 @@ def write(
         _check_slices_still_latest(table, instant, groups, timeline)
     else:
         _check_no_later_compaction(table, instant, groups, timeline)
+        _check_no_later_write(table, instant, groups, timeline)
     # A rollback elsewhere cannot tell this running write from a failed one: once it took the files, nothing may
     # complete (looked at before the metadata table lists the files, and again right before completing).
     require_still_pending(storage, spec)
@@ -846,6 +882,10 @@ def write(
         if fmt.timeline_layout >= 2
         else None
     )
+    if fmt.logs_named_by_deltacommit:
+        # Again on the timeline the completion time was issued from: a later write may have completed while this one
+        # synced the metadata table.
+        _check_no_later_write(table, instant, groups, table.timeline)
     if has_metadata_table(table):
         require_still_pending(storage, spec)
     storage.write_bytes_atomic(
