@@ -104,4 +104,7 @@ def log_key_states(table: Table, rows: pa.Table, locations: pa.Table) -> pa.Tabl
     if not parts:
         return empty
     states = pa.concat_tables(parts, promote_options="permissive")
-    return states.join(wanted, keys=[_PART, _KEY], join_type="inner")
+    # A filter, not a join: Arrow joins carry no null-typed column, and ``ord`` is one without an ordering field.
+    keep = set(zip(wanted[_PART].to_pylist(), wanted[_KEY].to_pylist(), strict=True))
+    mask = [pk in keep for pk in zip(states[_PART].to_pylist(), states[_KEY].to_pylist(), strict=True)]
+    return states.filter(pa.array(mask, pa.bool_()))
