@@ -1,14 +1,15 @@
 """Regression tests found by the independent sequence tester (:mod:`tests.safety.independent_1x`) on stock Hudi 1.x
 tables, and a short run of the tester itself.
 
-``EVT_IND_SEQS`` / ``EVT_IND_STEPS`` / ``EVT_IND_SEED`` size the local run (default 2 sequences of 10 steps),
-``EVT_IND_S3_SEQS`` / ``EVT_IND_S3_STEPS`` the run on the S3 server (default 1 of 6), ``EVT_IND_PROXY=1`` puts the
+``EVT_IND_SEQS`` / ``EVT_IND_STEPS`` / ``EVT_IND_SEED`` size the local run (default 1 sequence of 8 steps),
+``EVT_IND_S3_SEQS`` / ``EVT_IND_S3_STEPS`` the run on the S3 server (default 1 of 3), ``EVT_IND_PROXY=1`` puts the
 loopback proxy that delays and drops responses in front of it; ``python -m tests.safety.independent_1x`` runs long
 (the same knobs, and ``EVT_IND_REPORT``).
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
 from evt_toolkit.compaction.strategy import UnBoundedCompactionStrategy
 from evt_toolkit.errors import WriteError
 from tests.conftest import SKIP_NO_SHARED, fixture_table_path
+from tests.safety import independent_1x
 
 hudi = pytest.importorskip("hudi", reason="hudi-rs (PyPI 'hudi') is a test dependency")
 
@@ -145,3 +147,31 @@ def test_a_new_key_is_written_next_to_a_partial_compaction_on_a_commit_time_tabl
     want = sorted([*(r[key] for r in t.refresh().read().to_pylist() if r[key] != "fresh-key"), "fresh-key"])
     assert sorted(r[key] for r in t.read().to_pylist()) == want
     assert _rs_keys(t.path, key) == want
+
+
+# -- the sequence tester --------------------------------------------------------------------------------------------
+
+SEQS = int(os.environ.get("EVT_IND_SEQS", "1"))
+STEPS = int(os.environ.get("EVT_IND_STEPS", "8"))
+SEED = int(os.environ.get("EVT_IND_SEED", "0"))
+S3_SEQS = int(os.environ.get("EVT_IND_S3_SEQS", "1"))
+S3_STEPS = int(os.environ.get("EVT_IND_S3_STEPS", "3"))
+
+
+@SKIP_NO_SHARED
+@pytest.mark.parametrize("seed", range(SEED, SEED + SEQS))
+def test_independent_sequences(seed: int) -> None:
+    """Seeded sequences of writes, compactions, services, crashes and overlapping operations on a copy of a stock
+    v8/v9 fixture, checked after every step (:mod:`tests.safety.independent_1x`)."""
+    names = independent_1x.fixtures()
+    independent_1x.run_sequence(seed, names[seed % len(names)], STEPS)
+
+
+@SKIP_NO_SHARED
+@pytest.mark.parametrize("seed", range(SEED, SEED + S3_SEQS))
+def test_independent_sequences_on_s3(s3_server: Any, seed: int) -> None:
+    """The same on the session's S3 server (copy links), through the loopback proxy that delays and drops responses
+    with ``EVT_IND_PROXY=1``."""
+    names = independent_1x.fixtures()
+    proxy = os.environ.get("EVT_IND_PROXY") == "1"
+    independent_1x.run_sequence(10_000 + seed, names[seed % len(names)], S3_STEPS, s3=s3_server, proxy=proxy)
