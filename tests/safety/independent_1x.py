@@ -1401,7 +1401,7 @@ class Sequence:
         ops = list(self.WEIGHTS)
         what = self.rng.choices(ops, [self.WEIGHTS[o] for o in ops])[0]
         if self.proxy is not None:
-            self.proxy.drop_rate = 0.02 if self.rng.random() < 0.3 else 0.0
+            self.proxy.drop_rate = 0.05 if self.rng.random() < 0.5 else 0.0
             self.proxy.delay_rate = 0.1
         try:
             {
