@@ -7,6 +7,15 @@ file group, appended as a log file; an unknown key is an insert. SIMPLE cannot i
 (:mod:`evt_toolkit.write.create_handle`). Deletes of unknown keys are dropped, as ``HoodieDeleteHelper`` drops
 untagged deletes.
 
+A key a compaction of this toolkit took out of its base file while carrying its tombstone (an event-time delete:
+``docs/data-safety.md`` §2) has no base row left for the index to find, yet its file group still holds its state.
+Routed as an insert, a late record with a smaller ordering value would start a new file group and come back, where
+before the compaction it went to the key's file group and lost to the delete. The writer is handed a reader of such
+keys (:data:`KeyStates`: :func:`evt_toolkit.read.key_states.log_key_states` reads the logs of the slices a compaction
+made) and :func:`plan_simple_index_writes` sends a record there whenever it would have gone there before the
+compaction and lost — a delete, or an upsert whose ordering value is below the tombstone's — and a record that wins
+to a new file group as before (so a live key stays in a base file).
+
 :func:`key_locations` does the I/O; :func:`plan_simple_index_writes` is pure: it routes rows to file groups and tags
 each row with its group's ordinal in the ``_evt_bucket`` column, so the writer splits them exactly as it splits
 bucket-index batches.
@@ -27,7 +36,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -35,6 +44,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from evt_toolkit.errors import StorageError, UnsupportedTableError, WriteError
+from evt_toolkit.format.ordering import comparable
 from evt_toolkit.write.plan import FileGroupWrite
 
 if TYPE_CHECKING:
@@ -42,6 +52,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_INSERT_SPLIT_SIZE",
+    "KeyStates",
     "check_simple_index_table",
     "key_locations",
     "new_file_id",
@@ -49,6 +60,10 @@ __all__ = [
 ]
 
 _PART, _KEY, _GROUP = "_hoodie_partition_path", "_hoodie_record_key", "_evt_bucket"
+EVENT_TIME_ORDERING = "EVENT_TIME_ORDERING"
+#: ``key_states(table, keyed rows, key locations) -> states``: where the batch's keys that no base file holds live in
+#: logs (:func:`evt_toolkit.read.key_states.log_key_states`, which the table's writers pass).
+KeyStates = Callable[["Table", pa.Table, pa.Table], pa.Table]
 #: ``hoodie.copyonwrite.insert.split.size``: records per new file group of an insert.
 DEFAULT_INSERT_SPLIT_SIZE = 500_000
 
@@ -120,6 +135,63 @@ def _lookup(rows: pa.Table, locations: pa.Table) -> pa.Array:
     return joined["file_id"].take(order).combine_chunks()
 
 
+def _log_targets(states: pa.Table) -> dict[tuple[str, str], tuple[str, bool, Any]]:
+    """``(partition, key) -> (file id, live, ordering value)`` of the state each key's records must meet: a live
+    record, else the tombstone with the greatest ordering value (a delete without one counts as the least: every
+    record beats it)."""
+    ords = comparable(states["ord"]).to_pylist() if states.schema.field("ord").type != pa.null() else None
+    best: dict[tuple[str, str], tuple[str, bool, Any]] = {}
+    rank: dict[tuple[str, str], tuple[int, Any]] = {}
+    for i, (p, k, f, dele, ct) in enumerate(
+        zip(
+            states[_PART].to_pylist(),
+            states[_KEY].to_pylist(),
+            states["file_id"].to_pylist(),
+            states["is_delete"].to_pylist(),
+            states["ct_delete"].to_pylist(),
+            strict=True,
+        )
+    ):
+        o = None if ct or ords is None else ords[i]
+        r = (2, None) if not dele else (1 if o is not None else 0, o)
+        cur = rank.get((p, k))
+        if cur is None or r[0] > cur[0] or (r[0] == cur[0] == 1 and r[1] > cur[1]):
+            rank[(p, k)] = r
+            best[(p, k)] = (f, not dele, o)
+    return best
+
+
+def _route_to_logs(
+    rows: pa.Table,
+    ids: pa.Array,
+    targets: Mapping[tuple[str, str], tuple[str, bool, Any]],
+    ordering_field: str | None,
+    event_time: bool,
+    *,
+    deletes: bool,
+) -> pa.Array:
+    """``ids`` with the rows no base file holds sent where their key's state lives (see
+    :func:`plan_simple_index_writes`)."""
+    if rows.num_rows == 0:
+        return ids
+    out = ids.to_pylist()
+    parts, keys = rows[_PART].to_pylist(), rows[_KEY].to_pylist()
+    row_ord: list[Any] | None = None
+    if not deletes and event_time and ordering_field and ordering_field in rows.column_names:
+        row_ord = comparable(rows[ordering_field].combine_chunks()).to_pylist()
+    for i, current in enumerate(out):
+        if current is not None:
+            continue
+        target = targets.get((parts[i], keys[i]))
+        if target is None:
+            continue
+        file_id, live, tomb = target
+        loses = row_ord is not None and tomb is not None and row_ord[i] is not None and row_ord[i] < tomb
+        if deletes or live or loses:
+            out[i] = file_id
+    return pa.array(out, pa.string())
+
+
 def plan_simple_index_writes(
     instant: str,
     upserts: pa.Table,
@@ -129,6 +201,9 @@ def plan_simple_index_writes(
     *,
     new_file_id: Callable[[], str] = new_file_id,
     insert_split_size: int = DEFAULT_INSERT_SPLIT_SIZE,
+    log_states: pa.Table | None = None,
+    ordering_field: str | None = None,
+    merge_mode: str | None = None,
 ) -> tuple[list[FileGroupWrite], pa.Table, pa.Table]:
     """Route a de-duplicated batch to file groups as the SIMPLE index does. Pure.
 
@@ -140,6 +215,12 @@ def plan_simple_index_writes(
         slices: ``(partition, file id) -> (base instant, base file name)`` of the latest slice of each group.
         new_file_id: id of a new file group.
         insert_split_size: records per new file group.
+        log_states: the :data:`KeyStates` of the batch: keys no base file holds whose file group's logs do. A
+            delete of such a key goes to that group, and so does an upsert that loses there to an event-time
+            tombstone (``merge_mode`` ``EVENT_TIME_ORDERING``, its ``ordering_field`` value below the tombstone's);
+            an upsert that wins is an insert.
+        ordering_field: the table's ordering field (with ``log_states``).
+        merge_mode: the table's merge mode (with ``log_states``).
 
     Returns:
         ``(writes, upserts, deletes)``: the file group writes (existing groups first, by partition and id), and the
@@ -162,6 +243,11 @@ def plan_simple_index_writes(
         )
     up_ids = _lookup(upserts, locations)
     de_ids = _lookup(deletes, locations)
+    if log_states is not None and log_states.num_rows:
+        targets = _log_targets(log_states)
+        event_time = merge_mode == EVENT_TIME_ORDERING
+        up_ids = _route_to_logs(upserts, up_ids, targets, ordering_field, event_time, deletes=False)
+        de_ids = _route_to_logs(deletes, de_ids, targets, ordering_field, event_time, deletes=True)
     deletes = deletes.filter(pc.is_valid(de_ids)) if deletes.num_rows else deletes
     de_ids = de_ids.filter(pc.is_valid(de_ids)) if len(de_ids) else de_ids
 

@@ -68,7 +68,12 @@ from evt_toolkit.write.plan import (
     plan_file_group_writes,
     reserved_versions,
 )
-from evt_toolkit.write.simple_index import DEFAULT_INSERT_SPLIT_SIZE, key_locations, plan_simple_index_writes
+from evt_toolkit.write.simple_index import (
+    DEFAULT_INSERT_SPLIT_SIZE,
+    KeyStates,
+    key_locations,
+    plan_simple_index_writes,
+)
 from evt_toolkit.write.task import (
     BUCKET_COLUMN,
     FileWritten,
@@ -87,6 +92,8 @@ TaskInput = tuple[FileGroupWrite, pa.Table, pa.Table]
 Executor = Callable[[WriteJobSpec, list[TaskInput]], list[list[FileWritten]]]
 
 DELTA_COMMIT = "deltacommit"
+#: The key columns of a keyed batch.
+_KEYS = ["_hoodie_partition_path", "_hoodie_record_key"]
 #: Key generators whose keys and partition paths :mod:`evt_toolkit.write.task` reproduces.
 _MAX_LOG_FILE_SIZE_KEY = "hoodie.logfile.max.size"
 _MAX_DATA_BLOCK_SIZE_KEY = "hoodie.logfile.data.block.max.size"
@@ -526,6 +533,41 @@ def _check_no_later_compaction(table: Table, instant: str, fgs: list[FileGroupWr
             )
 
 
+def _check_no_later_write(table: Table, instant: str, fgs: list[FileGroupWrite], timeline: Timeline) -> None:
+    """Refuse to complete a 1.x write when a deltacommit requested after its instant already completed in one of its
+    file groups.
+
+    Completed, this write would be the later commit of the two (its completion time is issued after the other's, so
+    incremental windows and Hudi's completion-time ordering put its records last) while every reader that replays a
+    slice's logs by the instant in their names (Java's ``LogFileComparator``, hudi-rs, this toolkit) puts them
+    first: the snapshot would answer with the other write's records where this one, committed last, must win
+    (commit-time ordering, and ties in event-time ordering). Hudi's optimistic concurrency control refuses the same
+    pair (two writes of one file group, the second to commit fails); refused here, the write is left inflight — roll
+    it back and write again, under an instant after the other's. Looked at after the logs are written, before the
+    metadata-table sync.
+
+    Raises:
+        WriteError: naming the other deltacommit and the file group.
+    """
+    mine = {(fg.partition_path, fg.file_id) for fg in fgs}
+    if not mine:
+        return
+    for inst in timeline.instants:
+        if inst.time <= instant or inst.action != DELTA_COMMIT or not inst.is_completed:
+            continue
+        try:
+            touched = timeline.commit_metadata(inst).file_groups()
+        except EvtError:
+            touched = mine  # unreadable (rolled back while this looked, or damaged): assume the worst
+        for partition, file_id in sorted(mine & touched):
+            raise WriteError(
+                f"deltacommit {instant} of {table.storage.uri}: deltacommit {inst.time}, requested after this write's "
+                f"instant, completed first and wrote file group {file_id} in {partition!r}; completing now would make "
+                "this write the later commit while readers replay its logs before the other's; the write was left "
+                "inflight: roll it back and write again"
+            )
+
+
 def _pending_reservations(table: Table) -> list[PendingCompactionReservation]:
     out: list[PendingCompactionReservation] = []
     for inst in table.timeline.pending_compactions():
@@ -625,6 +667,7 @@ def write(
     *,
     executor: Executor | None = None,
     options: Mapping[str, str] | None = None,
+    key_states: KeyStates | None = None,
 ) -> str:
     """Write one batch as a deltacommit (table versions 6, 8 and 9; see docs/hudi-1x.md for 8 and 9).
 
@@ -642,6 +685,10 @@ def write(
             ``hoodie.copyonwrite.insert.split.size`` (otherwise read from ``hoodie.properties``, else Hudi's
             defaults); for stock v8/v9 tables the index their writers use: ``hoodie.index.type`` (``SIMPLE`` or
             ``BUCKET`` with ``hoodie.bucket.index.num.buckets``).
+        key_states: where the SIMPLE index finds keys that no base file holds but a compaction's logs do
+            (:func:`evt_toolkit.read.key_states.log_key_states`; ``HudiTable.write`` and the Spark writers pass it):
+            without it a late record of a key whose event-time delete a compaction carried is inserted again as a
+            new file group, and the deleted key comes back (``docs/data-safety.md`` §2).
 
     Returns:
         The completed instant; ``""`` when a delete found nothing to delete on a table that never held a record
@@ -734,8 +781,19 @@ def write(
                 slices = {(s.partition_path, s.file_id): (s.base_instant, s.base_file) for s in _existing_slices(table)}
                 partitions = {p for p, _ in _pairs(upserts) | _pairs(deletes)}
                 split = _int_option(opts, props, _INSERT_SPLIT_SIZE_KEY, DEFAULT_INSERT_SPLIT_SIZE)
+                locations = key_locations(table, partitions)
                 fgs, upserts, deletes = plan_simple_index_writes(
-                    instant, upserts, deletes, key_locations(table, partitions), slices, insert_split_size=split
+                    instant,
+                    upserts,
+                    deletes,
+                    locations,
+                    slices,
+                    insert_split_size=split,
+                    log_states=None
+                    if key_states is None
+                    else key_states(table, pa.concat_tables([upserts.select(_KEYS), deletes.select(_KEYS)]), locations),
+                    ordering_field=cfg.ordering_field,
+                    merge_mode=cfg.merge_mode,
                 )
             group_keys = _group_keys(
                 pa.array([fg.partition_path for fg in fgs], pa.string()),
@@ -822,6 +880,7 @@ def write(
         _check_slices_still_latest(table, instant, groups, timeline)
     else:
         _check_no_later_compaction(table, instant, groups, timeline)
+        _check_no_later_write(table, instant, groups, timeline)
     # A rollback elsewhere cannot tell this running write from a failed one: once it took the files, nothing may
     # complete (looked at before the metadata table lists the files, and again right before completing).
     require_still_pending(storage, spec)
@@ -835,6 +894,10 @@ def write(
         if fmt.timeline_layout >= 2
         else None
     )
+    if fmt.logs_named_by_deltacommit:
+        # Again on the timeline the completion time was issued from: a later write may have completed while this one
+        # synced the metadata table.
+        _check_no_later_write(table, instant, groups, table.timeline)
     if has_metadata_table(table):
         require_still_pending(storage, spec)
     storage.write_bytes_atomic(
