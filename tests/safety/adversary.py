@@ -219,7 +219,7 @@ class Config:
         return cls(
             version=rng.choice([6, 6, 9, 9, 8]),
             merge_mode=rng.choice(["event_time", "commit_time", "event_time"]),
-            partitions=[f"p{i}" for i in range(rng.choice([1, 2, 3, 5]))],
+            partitions=[f"p{i}" for i in range(rng.choice([0, 1, 2, 3, 5]))],
             buckets=rng.choice([1, 2, 4]),
             keys=rng.choice([6, 12, 24]),
             ev_field=ev_field,
@@ -274,7 +274,18 @@ CHILD = textwrap.dedent(
     wrap(os, "rename")
     import pyarrow.parquet as pq
     import evt_toolkit as evt
-    from tests.safety.adversary import strategy_from_spec
+    from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
+    from evt_toolkit.compaction.strategy import (
+        LogFileNumBasedCompactionStrategy, LogFileSizeBasedCompactionStrategy, UnBoundedCompactionStrategy)
+
+    def strategy_from_spec(s):
+        return {
+            "event_time": lambda: EventTimeBasedCompactionStrategy(threshold=s.get("threshold")),
+            "lateness": lambda: EventTimeBasedCompactionStrategy(allowed_lateness=s.get("lateness")),
+            "unbounded": UnBoundedCompactionStrategy,
+            "log_num": lambda: LogFileNumBasedCompactionStrategy(num_threshold=s.get("n")),
+            "log_size": lambda: LogFileSizeBasedCompactionStrategy(size_threshold=s.get("size")),
+        }[s["kind"]]()
 
     t = evt.HudiTable.open(spec["path"])
     a = spec["action"]
@@ -293,9 +304,6 @@ CHILD = textwrap.dedent(
         t.clean(spec["policy"], spec["retained"], dry_run=False)
     elif a == "repair":
         t.compaction.repair(dry_run=False, older_than_s=0)
-    elif a == "cli":
-        from evt_toolkit.cli.app import main
-        sys.exit(main(spec["argv"]))
     print("finished", calls[0], flush=True)
     """
 )
@@ -479,6 +487,12 @@ class Sequence:
     def _key(self) -> str:
         return f"k{self.rng.randrange(self.cfg.keys):02d}"
 
+    def _part(self, key: str) -> str:
+        """The key's partition; now and then another one (one key in two partitions is two records)."""
+        if len(self.cfg.partitions) > 1 and self.rng.random() < 0.08:
+            return self.rng.choice(self.cfg.partitions)
+        return self.key_part[key]
+
     def _ordering(self, key: str) -> int:
         r = self.rng.random()
         self.clock += self.rng.randint(0, 3)
@@ -511,7 +525,8 @@ class Sequence:
                 ts = ev if ev is not None else BASE
                 ev = ts
             soft = self.cfg.soft_deletes and self.rng.random() < 0.12
-            rows.append({"id": key, "p": self.key_part[key], "ts": ts, "ev": ev, "v": f"s{self.n}.{i}", "soft": soft})
+            part = self._part(key)
+            rows.append({"id": key, "p": part, "ts": ts, "ev": ev, "v": f"s{self.n}.{i}", "soft": soft})
         for r in rows:
             if r["ev"] is not None and r["ev"] not in self.marks:
                 self.marks.append(r["ev"])
@@ -544,32 +559,37 @@ class Sequence:
 
     def delete_batch(self) -> tuple[pa.Table, dict[Key, Rec]] | None:
         blocked = self._pending_groups() - self._committed_groups()
-        keys = []
+        keys: list[str] = []
+        parts: list[str] = []
         for _ in range(self.rng.randint(1, 4)):
             key = self._key()
-            if (self.key_part[key], self._bucket(key)) in blocked:
+            part = self._part(key)
+            if (part, self._bucket(key)) in blocked:
                 continue  # a bucket whose only file group a pending write created: where it lands is not settled
-            if key not in keys:
+            if (part, key) not in zip(parts, keys, strict=True):
                 keys.append(key)
+                parts.append(part)
         if not keys:
             return None
         with_ts = self.rng.random() < 0.6
         with_ev = self.cfg.ev_field == "ev" and self.rng.random() < 0.5
         cols: dict[str, Any] = {
             "id": pa.array(keys, pa.string()),
-            "p": pa.array([self.key_part[k] for k in keys], pa.string()),
+            "p": pa.array(parts, pa.string()),
         }
         recs: dict[Key, Rec] = {}
-        ts_values: list[int] = []
-        for k in keys:
-            ts = self._ordering(k) if with_ts else 0
+        ts_values: list[int | None] = []
+        for k, part in zip(keys, parts, strict=True):
+            ts: int | None = self._ordering(k) if with_ts else 0
             if self.cfg.ev_field == "ts" and with_ts:
                 ts = self._ev() or BASE
+            if with_ts and self.rng.random() < 0.12:
+                ts = None  # a delete without an ordering value in a batch that has the column
             ts_values.append(ts)
-            if not with_ts or (self.cfg.ts_type == pa.int32() and ts == 0):
-                recs[(self.key_part[k], k)] = Rec("ct", None)
+            if not with_ts or ts is None or (self.cfg.ts_type == pa.int32() and ts == 0):
+                recs[(part, k)] = Rec("ct", None)
             else:
-                recs[(self.key_part[k], k)] = Rec("del", ts)
+                recs[(part, k)] = Rec("del", ts)
         if with_ts:
             cols["ts"] = pa.array(ts_values, self.cfg.ts_type)
         if with_ev:
@@ -601,20 +621,23 @@ class Sequence:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             code = evt_main(argv)
         if code == 0:
-            return Outcome(f"evt {' '.join(argv[:1])}")
-        if code == 1 and "error:" in err.getvalue():
-            return Outcome(f"evt {argv[0]}", refused=err.getvalue().strip().splitlines()[-1][:300])
+            return Outcome(f"{argv[0]} (evt)")
+        if code == 1:  # an EvtError, or a refusal the command reports (unschedule)
+            said = (err.getvalue().strip() or out.getvalue().strip() or "exit 1").splitlines()[-1]
+            return Outcome(f"{argv[0]} (evt)", refused=said[:300])
         raise self.fail(f"evt {argv} exited {code}: {err.getvalue()[-2000:]}")
 
     def _api(self, what: str, fn: Callable[[], Any]) -> Outcome:
         try:
-            fn()
+            result = fn()
         except EvtError as exc:
             return Outcome(what, refused=f"{type(exc).__name__}: {str(exc)[:300]}")
+        if what == "schedule" and result is None:
+            return Outcome("schedule-nothing")
         return Outcome(what)
 
     def _child(self, spec: dict[str, Any]) -> Outcome:
-        kill_at = self.rng.randint(1, 40)
+        kill_at = self.rng.randint(1, 12) if self.rng.random() < 0.7 else self.rng.randint(1, 60)
         env = {k: v for k, v in os.environ.items() if k != ENV_VAR}
         env["PYTHONPATH"] = str(REPO_ROOT)
         proc = subprocess.run(
@@ -657,7 +680,7 @@ class Sequence:
             (k[1], r.kind + ("/soft" if r.soft else ""), r.ts, r.row[3] if r.row else None) for k, r in recs.items()
         )
         self.note(f"{operation} {shown}")
-        if self.crashes and self.rng.random() < 0.2:
+        if self.crashes and self.rng.random() < 0.14:
             name = str(self.path.parent / f"batch-{self.n}.parquet")
             pq.write_table(batch, name)
             out = self._child({"action": "write", "batch": name, "operation": operation, "path": str(self.path)})
@@ -701,7 +724,13 @@ class Sequence:
     def op_run(self) -> Outcome:
         pending = self.pending_compactions()
         if not pending:
-            return Outcome("run (nothing pending)")
+            out = self.op_schedule()
+            if out.crashed or out.refused:
+                return out
+            self.sync(None)
+            pending = self.pending_compactions()
+            if not pending:
+                return Outcome("run (nothing pending)")
         c = self.rng.choice(pending)[0]
         self.note(f"run {c}")
         return self._via({"action": "run", "instant": c}, lambda t: t.compaction.run(c), ["run", str(self.path), c])
@@ -769,6 +798,36 @@ class Sequence:
                 break
         return out
 
+    def op_rerun(self) -> Outcome:
+        """Run a completed compaction again, unschedule it, or roll back an instant already rolled back: refused,
+        nothing changes (the step-differential check holds the table to it)."""
+        tl = self.fresh().timeline
+        done = [i.time for i in tl.instants if i.action == "commit" and i.is_completed]
+        gone = sorted(set(self.batches) - {i.time for i in tl.instants})
+        choices: list[tuple[str, str]] = [("run", c) for c in done] + [("unschedule", c) for c in done]
+        choices += [("rollback", g) for g in gone]
+        if not choices:
+            return Outcome("rerun (nothing done yet)")
+        what, instant = self.rng.choice(choices)
+        self.note(f"again: {what} {instant}")
+        if what == "run":
+            out = self._via({"action": "run", "instant": instant}, lambda t: t.compaction.run(instant), None)
+        elif what == "unschedule":
+            out = self._via(
+                {"action": "unschedule", "instant": instant},
+                lambda t: t.compaction.unschedule(instant, dry_run=False),
+                ["unschedule", str(self.path), instant, "--yes"],
+            )
+        else:
+            out = self._via(
+                {"action": "rollback", "instant": instant},
+                lambda t: t.rollback(instant),
+                ["rollback", str(self.path), instant, "--yes"],
+            )
+        if not out.refused and not out.crashed and what != "unschedule":  # unschedule reports its refusal
+            raise self.fail(f"{what} of {instant} again was not refused")
+        return Outcome(f"again-{what}", refused=out.refused, crashed=out.crashed)
+
     def op_clean(self) -> Outcome:
         policy = self.rng.choice(["KEEP_LATEST_COMMITS", "KEEP_LATEST_FILE_VERSIONS"])
         retained = self.rng.randint(1, 3)
@@ -799,36 +858,40 @@ class Sequence:
         tt_before = self._sample_time_travel()
         r = self.rng.random()
         tried: dict[Key, Rec] | None = None
-        if r < 0.28:
+        data_before = [w.instant for w in self.oracle.writes]
+        if self.pending_writes and self.rng.random() < 0.2:
+            r = 0.85  # failed writes are usually rolled back soon (they block compaction schedules)
+        if r < 0.25:
             out, tried = self.op_write("upsert")
-        elif r < 0.32:
+        elif r < 0.28:
             out, tried = self.op_write("insert")
-        elif r < 0.42:
+        elif r < 0.36:
             out, tried = self.op_write("delete")
-        elif r < 0.54:
+        elif r < 0.46:
             out = self.op_schedule()
-        elif r < 0.66:
+        elif r < 0.58:
             out = self.op_run()
-        elif r < 0.74:
+        elif r < 0.72:
             out = self.op_schedule()
-            if not out.crashed and not out.refused:
+            if not out.crashed:
                 self.sync(None)
-                out = self.op_run()
-        elif r < 0.79:
+                out = self.op_run()  # the new plan, or one already pending that refused it
+        elif r < 0.76:
             out = self.op_unschedule()
-        elif r < 0.86:
+        elif r < 0.83:
             out = self.op_rollback()
-        elif r < 0.91:
+        elif r < 0.9:
             out = self.op_recover()
-        elif r < 0.97:
+        elif r < 0.96:
             out = self.op_clean()
-        elif r < 0.99:
+        elif r < 0.98:
             out = self.op_repair()
+        elif r < 0.99:
+            out = self.op_rerun()
         else:
             out = self.op_preview()
         self.count(out.what.split(" ")[0] + (" refused" if out.refused else "") + (" crashed" if out.crashed else ""))
         self.note(f"  -> {out.what}{' REFUSED ' + out.refused if out.refused else ''}")
-        data_before = [w.instant for w in self.oracle.writes]
         self.sync(tried)
         data_after = [w.instant for w in self.oracle.writes]
         self.last_step_wrote_nothing = data_before == data_after

@@ -122,3 +122,119 @@ def test_a_compaction_keeps_the_answer_past_a_later_soft_commit_time_delete(
     t.compaction.run(c)
     assert _values(t) == ["late"]
     assert _rs_values(t) == ["late"]
+
+
+# -- a process killed between a file's temporary copy and its name -----------------------------------------------------
+
+_KILL_BEFORE_NAMING = """
+import os, signal, sys, json
+spec = json.loads(sys.argv[1])
+for name in ("link", "replace"):
+    original = getattr(os, name)
+
+    def wrapped(src, dst, *a, _original=original, **kw):
+        if ".log." in os.path.basename(str(dst)) and "/.hoodie/" not in str(dst):
+            os.kill(os.getpid(), signal.SIGKILL)  # the temporary file is written, the log not yet named
+        return _original(src, dst, *a, **kw)
+
+    setattr(os, name, wrapped)
+import pyarrow as pa
+import evt_toolkit as evt
+from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
+
+t = evt.HudiTable.open(spec["path"])
+if spec["action"] == "write":
+    t.write(pa.table({k: pa.array(v, pa.int32() if k == "ts" else None) for k, v in spec["rows"].items()}))
+else:
+    t.compaction.run(spec["instant"])
+"""
+
+
+def _killed(spec: dict[str, object]) -> None:
+    import json
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-c", _KILL_BEFORE_NAMING, json.dumps(spec)], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == -9, proc.stderr[-2000:]
+
+
+def _rows(ids: list[str], ts: int, ev_s: int, v: str) -> dict[str, list[object]]:
+    n = len(ids)
+    return {
+        "id": ids,
+        "p": ["x"] * n,
+        "ts": [ts] * n,
+        "ev": [BASE + ev_s * 1000] * n,
+        "v": [f"{v}{i}" for i in ids],
+        "_hoodie_is_deleted": [False] * n,
+    }
+
+
+@pytest.mark.parametrize("version", [6, 9])
+def test_a_write_killed_before_its_log_is_named_leaves_nothing_a_reader_takes_for_data(
+    tmp_path: Path, version: int
+) -> None:
+    """A local write puts a file's bytes into a temporary file beside it, then gives it its name. Killed in between,
+    the temporary file stays: it must not be named so that a reader takes it for a log (hudi-rs took
+    ``.<log name>.<hex>.tmp`` for a log of a file group ``.<file id>``), and ``compaction repair`` deletes it."""
+    t = _table(tmp_path / "t", version)
+    t.write(pa.table({**_rows(["a", "b"], 1, 10, "one"), "ts": pa.array([1, 1], pa.int32())}))
+    _killed({"path": str(t.path), "action": "write", "rows": _rows(["a", "c"], 2, 20, "two")})
+    assert _values(t) == ["onea", "oneb"]
+    assert _rs_values(t) == ["onea", "oneb"]
+    failed = [i.time for i in t.refresh().timeline.inflight_writes()]
+    assert len(failed) == 1
+    t.rollback(failed[0])
+    assert _values(t) == ["onea", "oneb"] == _rs_values(t)
+    left = _leftovers(tmp_path / "t" / "p=x")
+    assert left and not [n for n in left if ".log." in n]
+    assert len(t.compaction.repair(older_than_s=0).stale_temporary_files) == len(left)
+    t.compaction.repair(dry_run=False, older_than_s=0)
+    assert _leftovers(tmp_path / "t" / "p=x") == []
+    assert _values(t) == ["onea", "oneb"] == _rs_values(t)
+
+
+def _leftovers(folder: Path) -> list[str]:
+    """Files in ``folder`` that are neither table files nor the partition's metafile."""
+    return sorted(
+        p.name
+        for p in folder.iterdir()
+        if p.name != ".hoodie_partition_metadata"
+        and not (p.name.endswith(".parquet") and not p.name.startswith("."))
+        and not (p.name.startswith(".") and p.name.split(".log.")[-1].count(".") == 0 and ".log." in p.name)
+    )
+
+
+@pytest.mark.parametrize("version", [6, 9])
+def test_a_compaction_run_killed_before_a_link_is_named_leaves_nothing_a_reader_takes_for_data(
+    tmp_path: Path, version: int
+) -> None:
+    """Killed before an execute-time copy link took its name, a run left a temporary copy named after the link,
+    and once the run was made again and completed, hudi-rs read that copy as a log of another file group: every
+    record in it twice. ``compaction repair`` deletes such leftovers of killed processes."""
+    t = _table(tmp_path / "t", version)
+    t.write(pa.table({**_rows(["a", "b"], 1, 10, "one"), "ts": pa.array([1, 1], pa.int32())}))
+    t.write(pa.table({**_rows(["a", "c"], 2, 500, "two"), "ts": pa.array([2, 2], pa.int32())}))
+    c = t.compaction.schedule(
+        EventTimeBasedCompactionStrategy(threshold=BASE + 100_000), link_mode="copy", link_timing="execute"
+    )
+    assert c is not None and c.plan.operations[0].delta_files
+    _killed({"path": str(t.path), "action": "run", "instant": c.instant})
+    t.refresh().compaction.run(c.instant)
+    assert _values(t) == ["oneb", "twoa", "twoc"]
+    assert _rs_values(t) == ["oneb", "twoa", "twoc"]
+
+    # A leftover of a killed process is deleted by repair once it is old enough that no process can still be
+    # writing it, whatever version of the toolkit named it.
+    legacy = tmp_path / "t" / "p=x" / f".{next((tmp_path / 't' / 'p=x').glob('*.parquet')).name}.{'0' * 32}.tmp"
+    legacy.write_bytes(b"partial")
+    report = t.compaction.repair(older_than_s=0)
+    assert "p=x/" + legacy.name in report.stale_temporary_files
+    assert len(report.stale_temporary_files) == len(_leftovers(tmp_path / "t" / "p=x"))
+    t.compaction.repair(dry_run=False, older_than_s=0)
+    assert _leftovers(tmp_path / "t" / "p=x") == []
+    assert t.compaction.repair(older_than_s=0).clean
+    assert _values(t) == ["oneb", "twoa", "twoc"] == _rs_values(t)
