@@ -34,7 +34,6 @@ import os
 import posixpath
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -93,6 +92,7 @@ from evt_toolkit.read.slice_reader import (
 )
 from evt_toolkit.storage.fs import FileEntry, TableStorage
 from evt_toolkit.storage.ownership import attempt_state, marker_folder, record_ownership
+from evt_toolkit.storage.temporary import temporary_path
 from evt_toolkit.table.fs_view import BaseFile, LogFile
 from evt_toolkit.write.fence import require_attempt_live, require_compaction_running
 
@@ -592,7 +592,7 @@ class _BaseFileWriter:
                 parent = posixpath.dirname(full)
                 if not os.path.isdir(parent):  # the partition's folder is there unless the slice is new
                     os.makedirs(parent, exist_ok=True)
-                self.tmp = posixpath.join(parent, f".{posixpath.basename(full)}.{uuid.uuid4().hex}.tmp")
+                self.tmp = temporary_path(full)
                 sink = self.tmp
             else:
                 self.buffer = sink = pa.BufferOutputStream()
