@@ -238,3 +238,32 @@ def test_a_compaction_run_killed_before_a_link_is_named_leaves_nothing_a_reader_
     assert _leftovers(tmp_path / "t" / "p=x") == []
     assert t.compaction.repair(older_than_s=0).clean
     assert _values(t) == ["oneb", "twoa", "twoc"] == _rs_values(t)
+
+
+# -- a commit-time delete a compaction took into the base file ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", [6, 9])
+@pytest.mark.parametrize("with_base_row", [False, True])
+def test_a_delete_after_a_compacted_commit_time_delete_is_dropped_as_before(
+    tmp_path: Path, version: int, with_base_row: bool
+) -> None:
+    """A delete with an ordering value that arrives on a commit-time delete is dropped (Hudi keeps the commit-time
+    delete), so a later upsert with a smaller ordering value wins. A compaction that took the commit-time delete into
+    the base file (the key simply absent) made that later delete count, as on a key never written: the upsert after
+    it stayed hidden — the compaction changed the answer of every later read."""
+    t = _table(tmp_path / "t", version)
+    t.write(pa.table({**_rows(["k"], 10, 10, "first"), "ts": pa.array([10], pa.int32())}))
+    if with_base_row:
+        c = t.compaction.schedule(UnBoundedCompactionStrategy())
+        assert c is not None
+        t.compaction.run(c)
+    t.write(pa.table({"id": ["k"], "p": ["x"]}), "delete")  # no ordering value: a commit-time delete
+    c = t.compaction.schedule(UnBoundedCompactionStrategy())
+    assert c is not None
+    t.compaction.run(c)
+    assert _values(t) == [] == _rs_values(t)
+    t.write(pa.table({"id": ["k"], "p": ["x"], "ts": pa.array([83], pa.int32())}), "delete")  # dropped
+    t.write(pa.table({**_rows(["k"], 75, 20, "late"), "ts": pa.array([75], pa.int32())}))
+    assert _values(t) == ["latek"]
+    assert _rs_values(t) == ["latek"]
