@@ -459,10 +459,17 @@ def cmd_repair(args: argparse.Namespace, out: Output) -> int:
             ("missing links of pending plans", f"{len(r.missing_links):,} ({verb} make again from the plan)"),
             ("stale ownership records", f"{len(r.stale_record_folders):,} folder(s) ({verb} delete)"),
             ("markers of killed unschedules", f"{len(r.stale_unschedule_markers):,} ({verb} delete)"),
+            ("temporary files of killed writers", f"{len(r.stale_temporary_files):,} ({verb} delete)"),
             ("cannot repair", f"{len(r.unrepairable):,}"),
         ],
     )
-    files = [*r.abandoned_links, *r.missing_links, *r.stale_record_folders, *r.stale_unschedule_markers]
+    files = [
+        *r.abandoned_links,
+        *r.missing_links,
+        *r.stale_record_folders,
+        *r.stale_unschedule_markers,
+        *r.stale_temporary_files,
+    ]
     n = limited(len(files), args.limit)
     if files:
         out.table(None, ["file"], [[f] for f in files[:n]])

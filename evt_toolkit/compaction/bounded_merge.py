@@ -68,6 +68,7 @@ from evt_toolkit.read.merge import (
     build_candidates,
     latest_per_key,
     merge_with_base,
+    soft_commit_time_deletes,
 )
 from evt_toolkit.read.slice_reader import (
     DELETE_SCHEMA,
@@ -712,7 +713,7 @@ class BoundedSliceMerge:
                         *data.columns,
                         pa.array(np.concatenate(data_seq)),
                         soft,
-                        pa.array(np.zeros(n, dtype=bool)),
+                        soft_commit_time_deletes(data, of, ctx.merge_mode),
                         ordering,
                         pa.array(np.zeros(n, dtype=np.int8)),
                     ],

@@ -13,6 +13,8 @@ exactly as the old one did (``docs/data-safety.md`` works the cases through):
   - a **tombstone** (a delete with an ordering value that beat the base row, or found none) goes to the carry-over
     log, so that a later record with a *smaller* ordering value keeps losing to it (it would resurrect the key
     against an empty base);
+  - a **commit-time delete** goes there too: a later delete arriving on it is dropped, where on nothing it would
+    count and hide a later, lower record;
 * **kept**: the old base row stays and ``m`` goes to the carry-over log — exact for *every* later write, since the
   new slice then replays ``b, m, L…`` as the old one did. Used where the compacted form would change an answer, or
   where it would take a key that is still live out of the base file:
@@ -67,7 +69,7 @@ class CarryOverDecision:
         carry_data_idx: rows of the decoded log data that go into the carry-over log (data block).
         carry_delete_winner_pos: positions in ``winners`` of deletes that go into the carry-over log's delete block
             (their key, partition and ordering value; a commit-time delete keeps a null ordering value).
-        tombstones: winners carried as tombstones (compacted form).
+        tombstones: winners carried as tombstones, commit-time deletes included (compacted form).
         kept: keys left in kept form (old base row stays, the prefix's winner is carried).
         split: of those, keys kept because of the exact split.
         ct_sensitive_keys: keys in compacted form whose prefix winner deletes a base row (a commit-time delete, or any
@@ -197,6 +199,17 @@ def decide(
 
     # Kept form: the first base row stays; the winner is carried (as a data row or a delete entry).
     keep[base_pos[kept & has_base]] = True
+    if event_time_ordering:
+        # A commit-time delete the compacted form takes into the base file, leaving the key absent from it, is carried
+        # too: a later delete arriving on it is dropped where on nothing it would count, so without it a delete
+        # written after the compaction would win and hide a later, lower upsert (carried for as long as it stays the
+        # key's last word, as tombstones are). A key with more base rows (duplicates) keeps the others: the delete
+        # took the first, as Hudi's merge does, and is spent.
+        carried_ct = ct & ~kept
+        if nb:
+            remaining = base_keys.cast(pa.string()).filter(pa.array(keep))
+            carried_ct &= ~_np_bool(pc.is_in(keys, value_set=remaining))
+        tomb |= carried_ct
     kept_data = idx[kept & (src == 0)]
     base_log = emitted[~np.isin(emitted, kept_data)]
     carry_data = np.concatenate([kept_data, idx[tomb & (src == 0)]])

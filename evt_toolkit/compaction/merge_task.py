@@ -34,7 +34,6 @@ import os
 import posixpath
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -75,7 +74,13 @@ from evt_toolkit.format.logfile import BlockType, LogBlock
 from evt_toolkit.format.names import BaseFileName, LogFileName
 from evt_toolkit.format.ownership import BASE, CARRY_OVER, RUN, OwnedFile
 from evt_toolkit.format.records import CompactionOperation
-from evt_toolkit.read.merge import EVENT_TIME, KEY, build_candidates
+from evt_toolkit.read.merge import (
+    EVENT_TIME,
+    KEY,
+    build_candidates,
+    may_hold_soft_commit_time_deletes,
+    soft_commit_time_deletes,
+)
 from evt_toolkit.read.plan import ReadSpec
 from evt_toolkit.read.slice_reader import (
     SliceMerge,
@@ -87,6 +92,7 @@ from evt_toolkit.read.slice_reader import (
 )
 from evt_toolkit.storage.fs import FileEntry, TableStorage
 from evt_toolkit.storage.ownership import attempt_state, marker_folder, record_ownership
+from evt_toolkit.storage.temporary import temporary_path
 from evt_toolkit.table.fs_view import BaseFile, LogFile
 from evt_toolkit.write.fence import require_attempt_live, require_compaction_running
 
@@ -402,11 +408,16 @@ def _later_facts(ctx: SliceReadContext, logs: list[LogFile], need_keys: bool) ->
     ).table
     ct_keys = cands.filter(pc.and_(pc.equal(cands["src"], 1), cands["ct_delete"]))["key"].combine_chunks()
     keys: pa.Array | None = None
-    if need_keys:
+    # A soft delete holding the default ordering value is a commit-time delete too: its data blocks count then.
+    soft_ct = may_hold_soft_commit_time_deletes(ctx.schema, ctx.ordering_field, ctx.merge_mode)
+    if need_keys or soft_ct:
         data, _, _, _ = decode_blocks(everything, [q for q in queued if q.block.block_type != BlockType.DELETE])
-        keys = pa.concat_arrays(
-            [data[KEY].combine_chunks().cast(pa.string()), deletes[KEY].combine_chunks().cast(pa.string())]
-        )
+        data_keys = data[KEY].combine_chunks().cast(pa.string())
+        if need_keys:
+            keys = pa.concat_arrays([data_keys, deletes[KEY].combine_chunks().cast(pa.string())])
+        if soft_ct:
+            soft_ct_keys = data_keys.filter(soft_commit_time_deletes(data, ctx.ordering_field, ctx.merge_mode))
+            ct_keys = pa.concat_arrays([ct_keys.cast(pa.string()), soft_ct_keys])
     return keys, ct_keys
 
 
@@ -581,7 +592,7 @@ class _BaseFileWriter:
                 parent = posixpath.dirname(full)
                 if not os.path.isdir(parent):  # the partition's folder is there unless the slice is new
                     os.makedirs(parent, exist_ok=True)
-                self.tmp = posixpath.join(parent, f".{posixpath.basename(full)}.{uuid.uuid4().hex}.tmp")
+                self.tmp = temporary_path(full)
                 sink = self.tmp
             else:
                 self.buffer = sink = pa.BufferOutputStream()

@@ -49,6 +49,41 @@ def _false(n: int) -> pa.Array:
     return pa.array(np.zeros(n, dtype=bool))
 
 
+#: Arrow types of an Avro ``int`` field: its values are Java ``Integer`` objects to Hudi's readers.
+_AVRO_INT_TYPES = (pa.int8(), pa.int16(), pa.int32(), pa.uint8(), pa.uint16())
+
+
+def may_hold_soft_commit_time_deletes(schema: pa.Schema, ordering_field: str | None, mode: str) -> bool:
+    """Whether rows of ``schema`` can be commit-time deletes (:func:`soft_commit_time_deletes`): event-time
+    ordering, a ``_hoodie_is_deleted`` column and an ordering field of Avro type ``int``."""
+    return (
+        mode == EVENT_TIME
+        and bool(ordering_field)
+        and IS_DELETED in schema.names
+        and ordering_field in schema.names
+        and schema.field(ordering_field).type in _AVRO_INT_TYPES
+    )
+
+
+def soft_commit_time_deletes(data: pa.Table, ordering_field: str | None, mode: str) -> pa.Array:
+    """Over the rows of ``data`` (log data records): the soft deletes that are *commit-time* deletes.
+
+    Hudi 1.x's record mergers take any record that is a delete and carries the default ordering value — the
+    ``Integer`` 0, ``HoodieRecord.DEFAULT_ORDERING_VALUE`` — for a commit-time delete
+    (``BufferedRecord.isCommitTimeOrderingDelete``), whether it comes from a delete block (``IntWrapper(0)``) or is a
+    ``_hoodie_is_deleted=true`` row whose ordering field, of Avro type ``int``, holds 0; hudi-rs reads it so too.
+    Such a row beats whatever came before it, in the logs and over the base row, and a delete arriving on it is
+    dropped. A ``long`` 0 is not the default (``Integer.equals(Long)`` is false), nor is a date or a double.
+    """
+    n = data.num_rows
+    if not may_hold_soft_commit_time_deletes(data.schema, ordering_field, mode) or n == 0:
+        return _false(n)
+    assert ordering_field is not None
+    values = data[ordering_field].combine_chunks()
+    soft = pc.fill_null(data[IS_DELETED].combine_chunks().cast(pa.bool_()), False)
+    return pc.fill_null(pc.and_(soft, pc.equal(values, pa.scalar(0, values.type))), False)
+
+
 def build_candidates(
     data: pa.Table,
     data_seq: pa.Array,
@@ -113,7 +148,7 @@ def build_candidates(
             ),
             "seq": pa.concat_arrays([data_seq.cast(pa.int64()), delete_seq.cast(pa.int64())]),
             "is_delete": pa.concat_arrays([soft, pa.array(np.ones(m, dtype=bool))]),
-            "ct_delete": pa.concat_arrays([_false(n), del_ct]),
+            "ct_delete": pa.concat_arrays([soft_commit_time_deletes(data, ordering_field, mode), del_ct]),
             "ord": pa.concat_arrays([data_ord, del_ord]) if m else data_ord,
             "src": pa.array(np.concatenate([np.zeros(n, dtype=np.int8), np.ones(m, dtype=np.int8)])),
             "idx": pa.array(np.concatenate([np.arange(n, dtype=np.int64), np.arange(m, dtype=np.int64)])),

@@ -52,6 +52,7 @@ from evt_toolkit.read.merge import (
     merge_log_candidates,
     merge_with_base,
     overlay,
+    soft_commit_time_deletes,
 )
 from evt_toolkit.storage.fs import TableStorage
 from evt_toolkit.table.fs_view import BaseFile, FileSlice, LogFile
@@ -543,7 +544,7 @@ def _read_partial_slice(ctx: SliceReadContext, base: pa.Table | None, queued: li
                 present,
                 np.arange(seq0, seq0 + data.num_rows),
                 soft,
-                pa.array(np.zeros(data.num_rows, dtype=bool)),
+                soft_commit_time_deletes(data, ctx.ordering_field, ctx.merge_mode),
                 _ordering_of(data, ctx).cast(ord_type),
             )
         seq0 += block_state.num_rows

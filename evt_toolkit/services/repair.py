@@ -11,7 +11,11 @@ What it looks for, each found from ownership records and plans, never from file 
   (written before the unschedule looks for writers in the plan's new slices) makes every version-6 write into those
   slices fail: deleted once it is ``older_than_s`` old (an unschedule still running needs it);
 * **records of completed instants** — ownership folders left under ``.hoodie/.temp`` (object stores keep them to save
-  a DELETE per commit): deleted.
+  a DELETE per commit): deleted;
+* **temporary files of killed writers** — a write on a local or HDFS-like file system goes through a temporary file
+  beside its target (:mod:`evt_toolkit.storage.temporary`), which a process killed before the rename leaves behind:
+  deleted from the partitions once ``older_than_s`` old (a writer still running needs it). Earlier versions named
+  them after their target's log, and hudi-rs read those as logs of another file group.
 
 Example:
     >>> repair_compactions(t).abandoned_links  # doctest: +SKIP
@@ -29,6 +33,8 @@ from evt_toolkit.compaction.schedule import ABANDONED_AFTER_S, abandoned_schedul
 from evt_toolkit.errors import EvtError
 from evt_toolkit.storage.links import check_link, delete_link_or_file, held_by_another_file
 from evt_toolkit.storage.ownership import MARKER_ROOT, drop_ownership, unscheduling_marker
+from evt_toolkit.storage.temporary import is_temporary_name
+from evt_toolkit.table.fs_view import list_table_files
 from evt_toolkit.table.guards import TABLE_SERVICE_VERSIONS, require_writable
 from evt_toolkit.table.table import Table
 
@@ -47,6 +53,7 @@ class RepairReport:
         dry_run: nothing was changed.
         stale_unschedule_markers: markers of unschedules that died with their plan still pending (deleted: while
             one is there, version-6 writes into the plan's new slices fail).
+        stale_temporary_files: temporary files killed writers left in the partitions (deleted).
     """
 
     abandoned_links: tuple[str, ...]
@@ -55,6 +62,7 @@ class RepairReport:
     stale_record_folders: tuple[str, ...]
     dry_run: bool
     stale_unschedule_markers: tuple[str, ...] = ()
+    stale_temporary_files: tuple[str, ...] = ()
 
     @property
     def clean(self) -> bool:
@@ -65,6 +73,7 @@ class RepairReport:
             or self.unrepairable
             or self.stale_record_folders
             or self.stale_unschedule_markers
+            or self.stale_temporary_files
         )
 
 
@@ -131,6 +140,7 @@ def repair_compactions(table: Table, *, dry_run: bool = True, older_than_s: floa
         tuple(stale),
         dry_run,
         tuple(markers),
+        _stale_temporary_files(table, older_than_s, now),
     )
     if dry_run:
         return report
@@ -144,5 +154,25 @@ def repair_compactions(table: Table, *, dry_run: bool = True, older_than_s: floa
         drop_ownership(storage, posixpath.basename(folder))
     for marker in markers:
         storage.delete_file(marker)
+    if report.stale_temporary_files:
+        storage.delete_files(list(report.stale_temporary_files))
     table.refresh()
     return report
+
+
+def _stale_temporary_files(table: Table, older_than_s: float, now: float) -> tuple[str, ...]:
+    """Temporary files in the table's partitions that no writer can still be writing (object stores have none: a
+    write there is one PUT)."""
+    storage = table.storage
+    if storage.is_object_store:
+        return ()
+    found: list[str] = []
+    for partition in list_table_files(storage).partitions:
+        files, _ = storage.list_dir(partition)
+        for f in files:
+            if not is_temporary_name(f.name):
+                continue
+            written = storage.mtime(f.path)
+            if left_by_a_dead_service(written.timestamp() if written else None, older_than_s, now):
+                found.append(f.path)
+    return tuple(sorted(found))

@@ -34,6 +34,7 @@ from evt_toolkit.storage.local import ArrowBackend
 from evt_toolkit.storage.options import StorageOptions, split_legacy_query, split_uri
 from evt_toolkit.storage.ranged import RANGE_BLOCK, Buffer, RangedReader
 from evt_toolkit.storage.requests import RequestCounter, RequestCounts, record
+from evt_toolkit.storage.temporary import temporary_path
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -601,7 +602,7 @@ class TableStorage:
             if not overwrite:
                 os.symlink(target, full)
                 return
-            tmp = posixpath.join(posixpath.dirname(full), f".{posixpath.basename(full)}.{os.getpid()}.tmp")
+            tmp = temporary_path(full)
             os.symlink(target, tmp)
             os.replace(tmp, full)
         except FileExistsError:

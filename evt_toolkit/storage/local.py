@@ -13,7 +13,6 @@ import errno
 import os
 import posixpath
 import shutil
-import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,6 +20,7 @@ import pyarrow.fs as pafs
 
 from evt_toolkit.errors import ObjectExistsError, ObjectNotFoundError, StorageError
 from evt_toolkit.storage.requests import RequestCounter, record
+from evt_toolkit.storage.temporary import temporary_path
 
 
 class ArrowBackend:
@@ -135,7 +135,7 @@ class ArrowBackend:
         full = self.full(rel)
         parent = posixpath.dirname(full)
         record(self.counter, "put", written=len(data))
-        tmp = posixpath.join(parent, f".{posixpath.basename(full)}.{uuid.uuid4().hex}.tmp")
+        tmp = temporary_path(full)
         if self.local:
             try:
                 os.makedirs(parent, exist_ok=True)
@@ -194,7 +194,7 @@ class ArrowBackend:
             except OSError as exc:
                 raise StorageError(f"cannot copy {s} to {d}: {exc}") from exc
             return
-        tmp = posixpath.join(posixpath.dirname(d), f".{posixpath.basename(d)}.{uuid.uuid4().hex}.tmp")
+        tmp = temporary_path(d)
         try:
             os.makedirs(posixpath.dirname(d), exist_ok=True)
             shutil.copyfile(s, tmp)

@@ -16,6 +16,7 @@ from evt_toolkit.compaction.schedule import schedule_compaction
 from evt_toolkit.compaction.validate import validate_compaction
 from evt_toolkit.storage import count_requests
 from evt_toolkit.storage.links import create_links
+from evt_toolkit.storage.temporary import is_temporary_name
 from tests.conftest import S3Server
 from tests.faults import oracle_of
 from tests.s3.conftest import create_s3, hudi_rs_s3, run_child
@@ -108,7 +109,8 @@ def test_write_is_single_puts_without_copy_or_delete(s3_server: S3Server, s3_buc
     # log file, one Hudi marker; no temporary objects.
     assert got.put <= 3 + 3 * 4 + 2, got
     keys = {f.path for f in t.storage.list_files("")}
-    assert not [k for k in keys if k.endswith(".tmp") or k.endswith("/")], "no temporary or folder-marker objects"
+    temporary = [k for k in keys if is_temporary_name(k.rsplit("/", 1)[-1]) or k.endswith("/")]
+    assert not temporary, "no temporary or folder-marker objects"
     assert f".hoodie/{instant}.deltacommit" in keys
 
 

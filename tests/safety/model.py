@@ -12,9 +12,10 @@ table holds for the group's latest slice).
 
 A compaction is applied when the table says it completed: per file group, the first ``n`` units (the plan's
 compacted logs) go; per key the model accepts either form the toolkit may choose — *compacted* (the base row
-becomes the merge of base and prefix; a winning tombstone is carried in a leading unit) or *kept* (the base row
-stays; the prefix's winner is carried) — and learns which from the table's read-optimized view, failing when the RO
-row is neither. The state machine then checks that the snapshot did not change and that later writes follow.
+becomes the merge of base and prefix; a winning tombstone or commit-time delete is carried in a leading unit) or
+*kept* (the base row stays; the prefix's winner is carried) — and learns which from the table's read-optimized view,
+failing when the RO row is neither. The state machine then checks that the snapshot did not change and that later
+writes follow.
 
 Example:
     >>> m = Model(event_time=True)
@@ -130,7 +131,6 @@ class Model:
         group: str,
         n: int,
         ro_rows: dict[str, dict[str, Any] | None],
-        pending_keys: frozenset[str] = frozenset(),
     ) -> tuple[list[str], bool]:
         """Apply a completed compaction of ``group``'s first ``n`` units.
 
@@ -142,9 +142,6 @@ class Model:
             group: the file group.
             n: the plan's number of compacted logs for it.
             ro_rows: the table's RO row (or ``None``) of every key of the group after the compaction.
-            pending_keys: keys of writes still inflight (failed, not rolled back) whose logs the compaction counts
-                as later ones: such a write may still complete before the compaction commits, so a commit-time
-                delete of such a key is carried as if a committed later log held it.
         """
         g = self.groups.setdefault(group, Group())
         if n > len(g.units):
@@ -167,9 +164,10 @@ class Model:
                 else:
                     g.base[k] = compacted
                 replaced = b is None or _row(compacted) != _row(b) or compacted is None
-                later = k in pending_keys or any(r.key == k for u in rest for r in u)
-                if self.event_time and ((m.tombstone and replaced) or (m.kind == "ct" and later)):
-                    carry.append(m)  # a commit-time delete drops the deletes after it: a later one must meet it
+                if self.event_time and ((m.tombstone and replaced) or m.kind == "ct"):
+                    # A commit-time delete drops the deletes after it: a later one, landed or still to come, must
+                    # meet it.
+                    carry.append(m)
             elif same_as_b:
                 carry.append(m)  # kept form: the base row stays, the prefix's winner is carried
             else:

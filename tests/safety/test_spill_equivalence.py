@@ -62,6 +62,7 @@ from evt_toolkit.compaction import (
     merge_task,
 )
 from evt_toolkit.compaction.bounded_merge import MEMORY_MAX_SIZE_KEY, SPILL_PATH_KEY
+from evt_toolkit.storage.temporary import is_temporary_name
 from evt_toolkit.table.timeline import COMMIT, COMPACTION
 from tests.safety.model import Model, Rec
 
@@ -440,7 +441,7 @@ def _untouched(t: evt.HudiTable, instant: str, before: dict[Any, Any], writes: l
     t = t.refresh()
     assert not [i for i in t.timeline.completed() if i.time == instant], "nothing was committed"
     assert answers(t, writes) == before, "the failed run changed an answer"
-    assert not [p for p in Path(t.path).rglob("*") if p.name.endswith(".tmp") or "spill" in p.name]
+    assert not [p for p in Path(t.path).rglob("*") if is_temporary_name(p.name) or "spill" in p.name]
 
 
 @pytest.mark.parametrize("full", ["spill", "base file"])
@@ -468,7 +469,7 @@ def test_a_full_disk_fails_the_task_naming_what_it_wrote_and_leaves_nothing(
             writer = merge_task.pq.ParquetWriter
 
             def on_full_disk(sink: Any, *args: Any, **kwargs: Any) -> Any:
-                local = isinstance(sink, str) and sink.endswith(".tmp")
+                local = isinstance(sink, str) and is_temporary_name(os.path.basename(sink))
                 return writer("/dev/full" if local else sink, *args, **kwargs)
 
             m.setattr(merge_task.pq, "ParquetWriter", on_full_disk)
