@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -51,14 +52,30 @@ def shared_fixtures() -> Path:
 
 
 @pytest.fixture(scope="session")
-def spark():  # type: ignore[no-untyped-def]
-    """The one Spark session of the test session (local[2], UI off, 2 shuffle partitions)."""
+def _spark_sessions():  # type: ignore[no-untyped-def]
+    """The Spark sessions the test session started (one, unless a test stopped it); the last is stopped at the end."""
+    started: list[Any] = []
+    yield started
+    if started:
+        started[-1].stop()
+
+
+@pytest.fixture
+def spark(_spark_sessions):  # type: ignore[no-untyped-def]
+    """The one Spark session of the test session (local[2], UI off, 2 shuffle partitions).
+
+    Started on first use and shared by every test after it; started again only when a test stopped it (the bench's
+    cluster run stops the local session to start its cluster), so no test is handed a stopped session whatever the
+    order the tests run in.
+    """
     pytest.importorskip("pyspark", reason="pyspark is not installed (extra 'spark')")
+    from pyspark import SparkContext
+
     from evt_toolkit.spark.session import get_or_create_session
 
-    session = get_or_create_session()
-    yield session
-    session.stop()
+    if not _spark_sessions or SparkContext._active_spark_context is None:
+        _spark_sessions.append(get_or_create_session())
+    return _spark_sessions[-1]
 
 
 # -- one S3 API server per test session ------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import tempfile
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -78,8 +79,10 @@ def _execute(table_path: Path, workdir: Path) -> dict[str, Any]:
     env.pop("EVT_THRESHOLD", None)
     from jupyter_client.manager import KernelManager
 
-    # Local sockets, not TCP: no port to pick, and no warning about unencrypted TCP per kernel.
-    km = KernelManager(kernel_name="python3", transport="ipc", connection_file=str(workdir / "kernel.json"))
+    # Local sockets, not TCP: no port to pick, and no warning about unencrypted TCP per kernel. They live in a short
+    # folder of their own: a socket path has a ~107-byte limit, which a temporary folder under pytest-xdist can pass.
+    sockets = Path(tempfile.mkdtemp(prefix="evt-kernel-"))
+    km = KernelManager(kernel_name="python3", transport="ipc", connection_file=str(sockets / "kernel.json"))
     client = NotebookClient(
         nb,
         km=km,
@@ -94,6 +97,7 @@ def _execute(table_path: Path, workdir: Path) -> dict[str, Any]:
         # graceful shutdown, so that the kernel's exit handlers run).
         if km.has_kernel:
             km.shutdown_kernel()
+        shutil.rmtree(sockets, ignore_errors=True)
     return dict(nb)
 
 

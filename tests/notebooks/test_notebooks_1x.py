@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +42,10 @@ def _execute(name: str, workdir: Path, env: dict[str, str]) -> str:
     from nbclient import NotebookClient
 
     nb = nbformat.read(REPO_ROOT / "notebooks" / f"{name}.ipynb", as_version=4)
-    km = KernelManager(kernel_name="python3", transport="ipc", connection_file=str(workdir / f"{name}.json"))
+    # The kernel's sockets live in a short folder of their own: a socket path has a ~107-byte limit, which a test's
+    # temporary folder under a pytest-xdist worker can pass.
+    sockets = Path(tempfile.mkdtemp(prefix="evt-kernel-"))
+    km = KernelManager(kernel_name="python3", transport="ipc", connection_file=str(sockets / "kernel.json"))
     try:
         NotebookClient(
             nb, km=km, timeout=CELL_TIMEOUT_S, allow_errors=False, resources={"metadata": {"path": str(workdir)}}
@@ -50,6 +55,7 @@ def _execute(name: str, workdir: Path, env: dict[str, str]) -> str:
         # graceful shutdown, so that the kernel's exit handlers run).
         if km.has_kernel:
             km.shutdown_kernel()
+        shutil.rmtree(sockets, ignore_errors=True)
     return "\n".join(
         out["text"] for cell in nb.cells if cell.cell_type == "code" for out in cell.outputs if out.get("text")
     )
