@@ -45,6 +45,7 @@ import pyarrow.parquet as pq
 
 from evt_toolkit.errors import StorageError, UnsupportedTableError, WriteError
 from evt_toolkit.format.ordering import comparable
+from evt_toolkit.table.config import EVENT_TIME_ORDERING
 from evt_toolkit.write.plan import FileGroupWrite
 
 if TYPE_CHECKING:
@@ -60,7 +61,6 @@ __all__ = [
 ]
 
 _PART, _KEY, _GROUP = "_hoodie_partition_path", "_hoodie_record_key", "_evt_bucket"
-EVENT_TIME_ORDERING = "EVENT_TIME_ORDERING"
 #: ``key_states(table, keyed rows, key locations) -> states``: where the batch's keys that no base file holds live in
 #: logs (:func:`evt_toolkit.read.key_states.log_key_states`, which the table's writers pass).
 KeyStates = Callable[["Table", pa.Table, pa.Table], pa.Table]
