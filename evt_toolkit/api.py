@@ -29,7 +29,6 @@ from evt_toolkit.compaction.trigger import TimelineFacts
 from evt_toolkit.compaction.unschedule import UnscheduleReport, unschedule_compaction
 from evt_toolkit.compaction.validate import ValidationReport, validate_compaction
 from evt_toolkit.errors import PlanValidationError
-from evt_toolkit.read.key_states import log_key_states
 from evt_toolkit.read.query import read_table
 from evt_toolkit.services.clean import CleanResult, clean
 from evt_toolkit.services.metadata_table import MetadataTableReport, disable_metadata_table
@@ -122,7 +121,7 @@ class HudiTable(Table):
                 if type(data).__module__.startswith("pyspark"):
                     return write_dataframe(self, data, operation, options=options)
                 executor = spark_executor(spark)
-            return write(self, data, operation, spark, executor=executor, options=options, key_states=log_key_states)
+            return write(self, data, operation, spark, executor=executor, options=options)
         finally:
             self.refresh()
 

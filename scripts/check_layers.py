@@ -7,7 +7,8 @@ a cycle is still a cycle). Layers, lowest first — a module may import its own 
     format                    bytes <-> typed records, pure
     storage                   a table's files: read, write, list, copy, link, delete, ownership records
     table                     config, timeline, file-system view, instant visibility, retention, link graph
-    read, write               queries over slices; ingestion
+    read                      queries over slices
+    write                     ingestion (its SIMPLE index reads the keys a compaction's logs hold)
     compaction                strategies, plans, schedule, run, validate, freshness, metrics, preview
     services                  clean, rollback, unschedule, metadata-table repair
     spark                     data source, executors, catalog sync
@@ -33,14 +34,14 @@ LAYERS: dict[str, int] = {
     "storage": 2,
     "table": 3,
     "read": 4,
-    "write": 4,
-    "compaction": 5,
-    "services": 6,
-    "spark": 7,
-    "api": 8,
-    "widgets": 9,
-    "cli": 9,
-    "demo": 9,
+    "write": 5,
+    "compaction": 6,
+    "services": 7,
+    "spark": 8,
+    "api": 9,
+    "widgets": 10,
+    "cli": 10,
+    "demo": 10,
 }
 
 

@@ -71,7 +71,6 @@ from pyspark.sql.datasource import (
 )
 
 from evt_toolkit.errors import EvtError, ReadError, UnsupportedFeatureError, WriteError
-from evt_toolkit.read.key_states import log_key_states
 from evt_toolkit.read.plan import QUERY_TYPES, ReadSpec, SliceRead, normalize_instant, plan_query, read_planned
 from evt_toolkit.spark.splits import SplitConf, pack_slice_reads
 from evt_toolkit.spark.types import batch_schema_for, conform_batches, spark_schema_for
@@ -687,7 +686,7 @@ class HudiEvtWriter(DataSourceArrowWriter):
             if not parts:
                 return
             table = Table.open(self.options.path, storage_options=self.options.storage_options.as_dict())
-            write(table, pa.concat_tables(parts), self.options.operation, key_states=log_key_states)
+            write(table, pa.concat_tables(parts), self.options.operation)
         finally:
             self._drop_staging(storage)
 

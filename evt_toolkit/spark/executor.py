@@ -34,7 +34,6 @@ import pyarrow as pa
 
 from evt_toolkit.errors import SchemaMismatchError, WriteError
 from evt_toolkit.format.log_writer import arrow_to_avro_schema, check_ordering_values, check_values_fit
-from evt_toolkit.read.key_states import log_key_states
 from evt_toolkit.storage.calls import run_spark_job
 from evt_toolkit.table.schema import latest_avro_schema
 from evt_toolkit.write.bucket import bucket_ids
@@ -324,7 +323,7 @@ def write_dataframe(
     if index.kind != BUCKET:
         # A SIMPLE-index write joins the batch's keys with the base files' keys on the driver, so the rows are
         # collected there; the file-group tasks still run on Spark (docs/hudi-1x.md §3).
-        return write(table, df, operation, executor=spark_executor(spark), options=options, key_states=log_key_states)
+        return write(table, df, operation, executor=spark_executor(spark), options=options)
     prepared = prepare_on_spark(table, df, options, operation).cache()
     try:
         representatives = prepared.dropDuplicates([PARTITION_COLUMN, BUCKET_COLUMN])
@@ -339,13 +338,7 @@ def write_dataframe(
                 raise WriteError(spark_job_failed(job, exc)) from exc
             raise refusal from exc
         if sample.num_rows == 0:
-            return write(
-                table,
-                sample.drop_columns(list(_HELPER_COLUMNS)),
-                operation,
-                executor=spark_executor(spark),
-                key_states=log_key_states,
-            )
+            return write(table, sample.drop_columns(list(_HELPER_COLUMNS)), operation, executor=spark_executor(spark))
         num_buckets, hash_fields = _bucket_settings(table, options)
 
         def executor(
@@ -366,14 +359,7 @@ def write_dataframe(
             results = dict(run_spark_job(spark.sparkContext, what, job.collect))
             return [results.get(i, []) for i in range(len(items))]
 
-        return write(
-            table,
-            sample.drop_columns(list(_HELPER_COLUMNS)),
-            operation,
-            executor=executor,
-            options=options,
-            key_states=log_key_states,
-        )
+        return write(table, sample.drop_columns(list(_HELPER_COLUMNS)), operation, executor=executor, options=options)
     finally:
         prepared.unpersist()
 

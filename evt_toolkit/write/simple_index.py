@@ -10,10 +10,10 @@ untagged deletes.
 A key a compaction of this toolkit took out of its base file while carrying its tombstone (an event-time delete:
 ``docs/data-safety.md`` §2) has no base row left for the index to find, yet its file group still holds its state.
 Routed as an insert, a late record with a smaller ordering value would start a new file group and come back, where
-before the compaction it went to the key's file group and lost to the delete. The writer is handed a reader of such
-keys (:data:`KeyStates`: :func:`evt_toolkit.read.key_states.log_key_states` reads the logs of the slices a compaction
-made) and :func:`plan_simple_index_writes` sends a record there whenever it would have gone there before the
-compaction and lost — a delete, or an upsert whose ordering value is below the tombstone's — and a record that wins
+before the compaction it went to the key's file group and lost to the delete. The writer reads such keys
+(:func:`evt_toolkit.read.key_states.log_key_states` reads the logs of the slices a compaction made) and
+:func:`plan_simple_index_writes` sends a record there whenever it would have gone there before the compaction and
+lost — a delete, or an upsert whose ordering value is below the tombstone's — and a record that wins
 to a new file group as before (so a live key stays in a base file).
 
 :func:`key_locations` does the I/O; :func:`plan_simple_index_writes` is pure: it routes rows to file groups and tags
@@ -53,7 +53,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_INSERT_SPLIT_SIZE",
-    "KeyStates",
     "check_simple_index_table",
     "key_locations",
     "new_file_id",
@@ -61,9 +60,6 @@ __all__ = [
 ]
 
 _PART, _KEY, _GROUP = "_hoodie_partition_path", "_hoodie_record_key", "_evt_bucket"
-#: ``key_states(table, keyed rows, key locations) -> states``: where the batch's keys that no base file holds live in
-#: logs (:func:`evt_toolkit.read.key_states.log_key_states`, which the table's writers pass).
-KeyStates = Callable[["Table", pa.Table, pa.Table], pa.Table]
 #: ``hoodie.copyonwrite.insert.split.size``: records per new file group of an insert.
 DEFAULT_INSERT_SPLIT_SIZE = 500_000
 
@@ -215,10 +211,10 @@ def plan_simple_index_writes(
         slices: ``(partition, file id) -> (base instant, base file name)`` of the latest slice of each group.
         new_file_id: id of a new file group.
         insert_split_size: records per new file group.
-        log_states: the :data:`KeyStates` of the batch: keys no base file holds whose file group's logs do. A
-            delete of such a key goes to that group, and so does an upsert that loses there to an event-time
-            tombstone (``merge_mode`` ``EVENT_TIME_ORDERING``, its ``ordering_field`` value below the tombstone's);
-            an upsert that wins is an insert.
+        log_states: the batch's keys that no base file holds but their file group's logs do
+            (:func:`evt_toolkit.read.key_states.log_key_states`). A delete of such a key goes to that group, and so
+            does an upsert that loses there to an event-time tombstone (``merge_mode`` ``EVENT_TIME_ORDERING``,
+            its ``ordering_field`` value below the tombstone's); an upsert that wins is an insert.
         ordering_field: the table's ordering field (with ``log_states``).
         merge_mode: the table's merge mode (with ``log_states``).
 

@@ -45,6 +45,7 @@ from evt_toolkit.format.names import COMPLETED, INFLIGHT, REQUESTED, LogFileName
 from evt_toolkit.format.ownership import WRITE
 from evt_toolkit.format.records import CommitMetadata, WriteStat
 from evt_toolkit.format.table_version import WRITABLE_TABLE_VERSIONS
+from evt_toolkit.read.key_states import log_key_states
 from evt_toolkit.storage.fs import TableStorage
 from evt_toolkit.storage.log_blocks import read_block_instants
 from evt_toolkit.storage.ownership import drop_ownership, owned_files, unscheduling_marker
@@ -70,7 +71,6 @@ from evt_toolkit.write.plan import (
 )
 from evt_toolkit.write.simple_index import (
     DEFAULT_INSERT_SPLIT_SIZE,
-    KeyStates,
     key_locations,
     plan_simple_index_writes,
 )
@@ -667,7 +667,6 @@ def write(
     *,
     executor: Executor | None = None,
     options: Mapping[str, str] | None = None,
-    key_states: KeyStates | None = None,
 ) -> str:
     """Write one batch as a deltacommit (table versions 6, 8 and 9; see docs/hudi-1x.md for 8 and 9).
 
@@ -685,10 +684,6 @@ def write(
             ``hoodie.copyonwrite.insert.split.size`` (otherwise read from ``hoodie.properties``, else Hudi's
             defaults); for stock v8/v9 tables the index their writers use: ``hoodie.index.type`` (``SIMPLE`` or
             ``BUCKET`` with ``hoodie.bucket.index.num.buckets``).
-        key_states: where the SIMPLE index finds keys that no base file holds but a compaction's logs do
-            (:func:`evt_toolkit.read.key_states.log_key_states`; ``HudiTable.write`` and the Spark writers pass it):
-            without it a late record of a key whose event-time delete a compaction carried is inserted again as a
-            new file group, and the deleted key comes back (``docs/data-safety.md`` §2).
 
     Returns:
         The completed instant; ``""`` when a delete found nothing to delete on a table that never held a record
@@ -789,9 +784,9 @@ def write(
                     locations,
                     slices,
                     insert_split_size=split,
-                    log_states=None
-                    if key_states is None
-                    else key_states(table, pa.concat_tables([upserts.select(_KEYS), deletes.select(_KEYS)]), locations),
+                    log_states=log_key_states(
+                        table, pa.concat_tables([upserts.select(_KEYS), deletes.select(_KEYS)]), locations
+                    ),
                     ordering_field=cfg.ordering_field,
                     merge_mode=cfg.merge_mode,
                 )
