@@ -71,7 +71,7 @@ from evt_toolkit.format.log_writer import (
     ordering_pylist,
 )
 from evt_toolkit.format.logfile import BlockType, LogBlock
-from evt_toolkit.format.names import BaseFileName, LogFileName
+from evt_toolkit.format.names import CARRY_OVER_LOG_VERSION, BaseFileName, LogFileName
 from evt_toolkit.format.ownership import BASE, CARRY_OVER, RUN, OwnedFile
 from evt_toolkit.format.records import CompactionOperation
 from evt_toolkit.read.merge import (
@@ -114,7 +114,7 @@ __all__ = [
 FILE_NAME = "_hoodie_file_name"
 _PARTITION = "_hoodie_partition_path"
 #: The carry-over log's version: below every writer's (they start at 1), so it replays first in the new slice.
-CARRY_OVER_VERSION = 0
+CARRY_OVER_VERSION = CARRY_OVER_LOG_VERSION
 
 #: ``fault_hook(task, stage)`` is called at ``"merged"`` (before writing) and ``"written"`` (after the base file).
 FaultHook = Callable[["MergeTask", str], None]

@@ -17,6 +17,7 @@ from typing import Literal
 from evt_toolkit.errors import InvalidNameError
 
 __all__ = [
+    "CARRY_OVER_LOG_VERSION",
     "COMPLETED",
     "DEFAULT_WRITE_TOKEN",
     "INFLIGHT",
@@ -31,6 +32,10 @@ __all__ = [
 #: ``FSUtils`` fixed write tokens: rollback, archival and bootstrap writers use ``UNKNOWN_WRITE_TOKEN``.
 UNKNOWN_WRITE_TOKEN = "1-0-1"
 DEFAULT_WRITE_TOKEN = "0-0-0"
+#: The log version of a compaction's carry-over log (``docs/design.md``): version 0 of the new slice, before every log
+#: a writer names (Hudi's versions start at 1, ``HoodieLogFile.LOGFILE_BASE_VERSION``). Its blocks carry the
+#: compaction's instant; its data records keep the commit time of the write that made them.
+CARRY_OVER_LOG_VERSION = 0
 
 REQUESTED: Literal["REQUESTED"] = "REQUESTED"
 INFLIGHT: Literal["INFLIGHT"] = "INFLIGHT"

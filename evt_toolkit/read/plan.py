@@ -131,6 +131,7 @@ class ReadSpec:
             record_key_fields=self.record_key_fields,
             complex_key=self.complex_key,
             in_instant_range=window.admits_block if window is not None else None,
+            in_window_rows=window.mask if window is not None else None,
         )
 
 

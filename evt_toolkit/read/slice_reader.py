@@ -39,6 +39,7 @@ from evt_toolkit.format.log_content import (
     decode_delete_block,
 )
 from evt_toolkit.format.logfile import BlockType, LogBlock, read_block_content, scan_log_blocks
+from evt_toolkit.format.names import CARRY_OVER_LOG_VERSION
 from evt_toolkit.read.conform import conform, conform_runs, require_columns
 from evt_toolkit.read.keys import derive_record_keys
 from evt_toolkit.read.merge import (
@@ -88,6 +89,10 @@ class SliceReadContext:
         complex_key: whether keys are ``field:value`` lists (complex key generator).
         in_instant_range: for incremental reads, whether a data/delete block's instant is inside the window
             (Hudi's ``InstantRange``): blocks outside it are not merged at all.
+        in_window_rows: for incremental reads, the window's mask over a ``_hoodie_commit_time`` column. A
+            carry-over log's data block (log version 0) holds records of earlier writes under the compaction's
+            instant; its records are merged when *their* commit is in the window, as they were in their own blocks
+            before the compaction, whatever the compaction's instant.
     """
 
     storage: TableStorage
@@ -100,6 +105,7 @@ class SliceReadContext:
     record_key_fields: tuple[str, ...] = ()
     complex_key: bool = False
     in_instant_range: Callable[[str], bool] | None = None
+    in_window_rows: Callable[[pa.ChunkedArray], pa.ChunkedArray] | None = None
 
     @property
     def derives_keys(self) -> bool:
@@ -109,8 +115,11 @@ class SliceReadContext:
 
 @dataclass(frozen=True, slots=True)
 class QueuedBlock:
+    """A block to merge; ``by_record_time``: only its records whose own commit is in the incremental window count."""
+
     log_file: LogFile
     block: LogBlock
+    by_record_time: bool = False
 
 
 def scan_logs(
@@ -195,6 +204,7 @@ def select_log_blocks(
     """
     queue: list[QueuedBlock] = []
     for lf in log_files:
+        carried = lf.version == CARRY_OVER_LOG_VERSION
         known = scanned.get(lf.path) if scanned is not None else None
         if known is not None:
             blocks = known
@@ -214,6 +224,9 @@ def select_log_blocks(
                 queue = [q for q in queue if q.block.instant_time != target]
                 continue
             if not ctx.is_visible(instant):
+                continue
+            if carried and ctx.in_window_rows is not None and blk.block_type != BlockType.DELETE:
+                queue.append(QueuedBlock(lf, blk, by_record_time=True))  # in the window or not: by each record's
                 continue
             if ctx.in_instant_range is not None and not ctx.in_instant_range(instant):
                 continue
@@ -278,6 +291,8 @@ def decode_blocks(ctx: SliceReadContext, queued: list[QueuedBlock]) -> tuple[pa.
     raws: list[tuple[pa.Table, str]] = []
     for pos in range(len(queued)):
         kind, tbl = decoded[pos]
+        if queued[pos].by_record_time and ctx.in_window_rows is not None and tbl.num_rows:
+            tbl = tbl.filter(ctx.in_window_rows(tbl[COMMIT_TIME_FIELD]))
         n = tbl.num_rows
         seq = np.arange(base_seq, base_seq + n, dtype=np.int64)
         base_seq += n

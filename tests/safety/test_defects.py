@@ -309,6 +309,52 @@ def test_a_partial_compaction_keeps_the_snapshot_across_a_commit_time_delete(tmp
     same(rs(t.path), before, "hudi-rs: the compaction does not change the snapshot")
 
 
+@pytest.mark.parametrize("version", [6, 9])
+def test_an_incremental_window_over_a_compaction_keeps_a_write_a_carried_record_would_hide(
+    tmp_path: Path, version: int
+) -> None:
+    """A carry-over log holds records of earlier writes under the compaction's instant. An incremental window that
+    holds the compaction merged them as if written in the window, without the commit-time delete that had ended them
+    (left in its own log, outside the window): the older record won over the window's own write, then fell outside the
+    window, and the key the window wrote was missing. Carried records now count by their own commit times."""
+    t = evt.HudiTable.create(
+        tmp_path / "t", "d", "id", partition_by="p", ordering_field="ts", event_time_field="ts",
+        merge_mode="event_time", table_version=version, buckets=1,
+    )  # fmt: skip
+
+    def rows(*r: tuple[str, str, int, str]) -> pa.Table:
+        return pa.table(
+            {
+                "id": [x[0] for x in r],
+                "p": [x[1] for x in r],
+                "ts": pa.array([BASE + x[2] for x in r], pa.int64()),
+                "v": [x[3] for x in r],
+            }
+        )
+
+    t.write(rows(("k01", "p0", 397_000, "a")))
+    t.write(pa.table({"id": ["k01"], "p": ["p0"], "ts": pa.array([BASE], pa.int64())}), "delete")
+    t.write(rows(("k00", "p1", 269_000, "b"), ("k01", "p0", 269_000, "c")))
+    # k00's delete has no ordering value: a commit-time delete, which a later write of any ordering value undoes.
+    t.write(
+        pa.table({"id": ["k00", "k03"], "p": ["p1", "p1"], "ts": pa.array([None, BASE + 20_000], pa.int64())}), "delete"
+    )
+    for threshold, link_mode in ((397_000, "copy"), (269_000, "symlink")):
+        c = t.compaction.schedule(strategy(threshold), link_mode=link_mode, now_ms=NOW)
+        assert c is not None
+        t.compaction.run(c)
+    assert any(f.endswith(".log.0_1-0-0") for f in os.listdir(tmp_path / "t" / "p=p1")), "a carry-over log"
+    t.write(rows(("k00", "p1", 32_000, "d")))
+    assert sorted(t.read().select(["id", "v"]).to_pylist(), key=str) == [
+        {"id": "k00", "v": "d"},
+        {"id": "k01", "v": "a"},
+    ]
+    done = [i.completion_time or i.time for i in t.timeline.instants if i.is_completed]
+    for begin in done[:-1]:  # every window ending at the last write: it wrote k00 = d, and nothing else is in it
+        got = t.read("incremental", begin=begin, end=done[-1]).select(["id", "v"]).to_pylist()
+        assert got == [{"id": "k00", "v": "d"}], f"incremental ({begin}, {done[-1]}]"
+
+
 # -- 7. a plan scheduled on a Hudi 1.x table can run ----------------------------------------------------------------
 @SKIP_NO_SHARED
 @pytest.mark.parametrize("name", ["mor_v8_mor_boundary_windows", "mor_v9_mor_8i4u_commit_time"])
