@@ -102,6 +102,20 @@ LATE_REVIVE = os.environ.get("EVT_IND_LATE_REVIVE", "1") == "1"
 MUTATORS = ("write_bytes_atomic", "copy_file", "delete_file", "delete_files", "delete_dir", "symlink")
 
 
+def _frozen(value: Any) -> Any:
+    """A row value made hashable: lists (array columns) as tuples, maps and structs as sorted item tuples."""
+    if isinstance(value, list | tuple):
+        return tuple(_frozen(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _frozen(v)) for k, v in value.items()))
+    return value
+
+
+def _state(rows: dict[Any, Any]) -> frozenset[Any]:
+    """A whole table state, hashable: the states the table was in, to recognise a stale handle's answer."""
+    return frozenset((k, _frozen(v)) for k, v in rows.items())
+
+
 class Killed(BaseException):
     """The simulated ``kill -9``: raised at the chosen storage change and at every one after it."""
 
@@ -736,7 +750,7 @@ class Sequence:
 
     def remember(self) -> None:
         """Every state the oracle passes through (a stale handle may have loaded any of them)."""
-        self.seen.add(frozenset(self.expected_rows(self.oracle.live()).items()))
+        self.seen.add(_state(self.expected_rows(self.oracle.live())))
 
     def new_instants(self, before: Timeline) -> tuple[list[str], list[str]]:
         """Deltacommits that appeared since ``before``: (completed, pending)."""
@@ -1229,7 +1243,7 @@ class Sequence:
                 self.compare(ro_cut, sn_cut, f"RO vs snapshot at or before the freshness {fr}")
         self.check_metadata_table(t, tl)
         self.check_history(t, tl)
-        self.seen.add(frozenset(want.items()))
+        self.seen.add(_state(want))
         self.check_stale_handle()
 
     def check_stale_handle(self) -> None:
@@ -1242,7 +1256,7 @@ class Sequence:
             rows = self.got_rows(h.read(), "a stale handle's snapshot")
         except EvtError:
             return
-        if frozenset(rows.items()) not in self.seen:
+        if _state(rows) not in self.seen:
             raise Defect(f"a stale handle read a state the table never was in: {len(rows)} rows")
 
     def check_metadata_table(self, t: evt.HudiTable, tl: Timeline) -> None:
