@@ -53,6 +53,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_INSERT_SPLIT_SIZE",
+    "base_file_keys",
     "check_simple_index_table",
     "key_locations",
     "new_file_id",
@@ -67,6 +68,26 @@ DEFAULT_INSERT_SPLIT_SIZE = 500_000
 def new_file_id() -> str:
     """A new file group id: ``FSUtils.createNewFileIdPfx()`` (a random UUID) plus ``-0``."""
     return f"{uuid.uuid4()}-0"
+
+
+def base_file_keys(table: Table, path: str) -> pa.ChunkedArray:
+    """The ``_hoodie_record_key`` column of base file ``path``: only that column's pages are read (ranged reads on
+    object stores), as ``HoodieKeyLocationFetchHandle`` reads them.
+
+    Raises:
+        StorageError: the file cannot be read (names it and the table; nothing was written).
+        WriteError: its keys cannot be decoded (named).
+    """
+    try:
+        with table.storage.open_input(path) as f:
+            return pq.read_table(f, columns=[_KEY])[_KEY]
+    except (StorageError, OSError) as exc:  # the disk or the store failed: nothing was written
+        raise StorageError(
+            f"{table.storage.uri}: cannot read the record keys of base file {table.storage.full_path(path)} "
+            f"for the SIMPLE index; nothing was written: {exc}"
+        ) from exc
+    except (pa.ArrowException, UnicodeDecodeError) as exc:
+        raise WriteError(f"cannot read the record keys of base file {table.storage.full_path(path)}: {exc}") from exc
 
 
 def key_locations(table: Table, partitions: Iterable[str]) -> pa.Table:
@@ -85,19 +106,7 @@ def key_locations(table: Table, partitions: Iterable[str]) -> pa.Table:
         partition = bf.path.rsplit("/", 1)[0] if "/" in bf.path else ""
         if partition not in wanted:
             continue
-        try:
-            # Only the key column's pages are read (ranged reads on object stores), as HoodieKeyLocationFetchHandle.
-            with table.storage.open_input(bf.path) as f:
-                keys = pq.read_table(f, columns=[_KEY])[_KEY]
-        except (StorageError, OSError) as exc:  # the disk or the store failed: nothing was written
-            raise StorageError(
-                f"{table.storage.uri}: cannot read the record keys of base file {table.storage.full_path(bf.path)} "
-                f"for the SIMPLE index; nothing was written: {exc}"
-            ) from exc
-        except (pa.ArrowException, UnicodeDecodeError) as exc:
-            raise WriteError(
-                f"cannot read the record keys of base file {table.storage.full_path(bf.path)}: {exc}"
-            ) from exc
+        keys = base_file_keys(table, bf.path)
         n = len(keys)
         parts.append(
             pa.table(

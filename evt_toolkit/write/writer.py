@@ -32,6 +32,7 @@ from evt_toolkit.errors import (
     EvtError,
     PendingTableServiceError,
     SchemaMismatchError,
+    StorageError,
     UnsupportedFeatureError,
     UnsupportedTableError,
     WriteError,
@@ -41,7 +42,7 @@ from evt_toolkit.format.bloom import bloom_config_from_properties
 from evt_toolkit.format.extra_metadata import WRITE_DELETE_EVENT_TIMES, DeleteEventTimes, encode_delete_event_times
 from evt_toolkit.format.log_writer import META_FIELDS, arrow_to_avro_schema, avro_schema_json, with_meta_fields
 from evt_toolkit.format.metadata import write_stat
-from evt_toolkit.format.names import COMPLETED, INFLIGHT, REQUESTED, LogFileName
+from evt_toolkit.format.names import COMPLETED, INFLIGHT, REQUESTED, BaseFileName, LogFileName
 from evt_toolkit.format.ownership import WRITE
 from evt_toolkit.format.records import CommitMetadata, WriteStat
 from evt_toolkit.format.table_version import WRITABLE_TABLE_VERSIONS
@@ -71,6 +72,7 @@ from evt_toolkit.write.plan import (
 )
 from evt_toolkit.write.simple_index import (
     DEFAULT_INSERT_SPLIT_SIZE,
+    base_file_keys,
     key_locations,
     plan_simple_index_writes,
 )
@@ -568,6 +570,55 @@ def _check_no_later_write(table: Table, instant: str, fgs: list[FileGroupWrite],
             )
 
 
+def _check_inserted_keys_still_new(
+    table: Table, instant: str, tasks: list[tuple[FileGroupWrite, pa.Table, pa.Table]], timeline: Timeline
+) -> None:
+    """Refuse to complete a SIMPLE-index write that inserted a key which a write completed since this one took its
+    instant inserted too.
+
+    The SIMPLE index sends a key no base file holds to a new file group. Two writes planning side by side both find
+    no base file holding a new key and both insert it, each into a file group of its own; both completed, the key
+    lives in two file groups and every reader returns it twice. Hudi's optimistic concurrency control does not see
+    it (the two writes touch different file groups). A write that completed before this one took its instant was
+    there when it planned; one that completed since may not have been: the base files it wrote in this write's
+    partitions are read (their key column) and a key in both fails this write. Looked at after this write's files
+    exist and again on the timeline its completion time is issued from, so of two such writes the one completing
+    second fails. *Left open:* two that both look before either completes (milliseconds; no lock is shared).
+
+    Raises:
+        WriteError: naming the other deltacommit, its base file and a key; the write is left inflight (roll it back
+            and write again: the next attempt finds the key in the other's base file and updates it).
+    """
+    mine: dict[str, set[str]] = {}
+    for fg, up, _ in tasks:
+        if fg.creates_base_file and up.num_rows:
+            mine.setdefault(fg.partition_path, set()).update(up["_hoodie_record_key"].to_pylist())
+    if not mine:
+        return
+    for inst in timeline.instants:
+        if inst.time == instant or inst.action != DELTA_COMMIT or not inst.is_completed:
+            continue
+        if (inst.completion_time or inst.time) <= instant:
+            continue  # completed before this write took its instant: its base files were there when it planned
+        for st in timeline.commit_metadata(inst).write_stats:
+            keys = mine.get(st.partition_path)
+            name = st.path.rsplit("/", 1)[-1]
+            if not keys or BaseFileName.parse(name) is None:
+                continue
+            try:
+                theirs = base_file_keys(table, st.path)
+            except StorageError:
+                continue  # gone since (a clean after a compaction rewrote it): the compaction's files hold its keys
+            both = keys & set(theirs.to_pylist())
+            if both:
+                raise WriteError(
+                    f"deltacommit {instant} of {table.storage.uri}: deltacommit {inst.time}, completed since this "
+                    f"write took its instant, inserted key {min(both)!r} into {table.storage.full_path(st.path)}, and "
+                    "this write inserted it into a file group of its own; completed, the key would be read twice; "
+                    "the write was left inflight: roll it back and write again"
+                )
+
+
 def _pending_reservations(table: Table) -> list[PendingCompactionReservation]:
     out: list[PendingCompactionReservation] = []
     for inst in table.timeline.pending_compactions():
@@ -876,6 +927,8 @@ def write(
     else:
         _check_no_later_compaction(table, instant, groups, timeline)
         _check_no_later_write(table, instant, groups, timeline)
+    if index.kind != BUCKET:
+        _check_inserted_keys_still_new(table, instant, tasks, timeline)
     # A rollback elsewhere cannot tell this running write from a failed one: once it took the files, nothing may
     # complete (looked at before the metadata table lists the files, and again right before completing).
     require_still_pending(storage, spec)
@@ -893,6 +946,8 @@ def write(
         # Again on the timeline the completion time was issued from: a later write may have completed while this one
         # synced the metadata table.
         _check_no_later_write(table, instant, groups, table.timeline)
+        if index.kind != BUCKET:
+            _check_inserted_keys_still_new(table, instant, tasks, table.timeline)
     if has_metadata_table(table):
         require_still_pending(storage, spec)
     storage.write_bytes_atomic(

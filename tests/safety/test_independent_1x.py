@@ -122,6 +122,48 @@ def test_of_two_overlapping_writes_of_one_key_the_one_that_completed_last_is_the
     assert got == ["first"], f"hudi-rs answers {got}"
 
 
+@SKIP_NO_SHARED
+@pytest.mark.parametrize("fixture", ["mor_v9_mor_compacted_incremental", "mor_v9_txns_simple_meta"])
+def test_two_overlapping_writes_inserting_one_new_key_leave_it_once(
+    tmp_path: Path, fixture: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write inserts a key no base file holds (the SIMPLE index sends it to a new file group) and pauses before it
+    completes; a second write inserts the same key, into a file group of its own, and completes. Both completed, the
+    key would be read twice (found by ``python -m tests.safety.independent_1x``, seed 7137). The first write is
+    refused (left inflight); rolled back and written again, it updates the key where the second one put it."""
+    t = _copy(fixture, tmp_path)
+    other = evt.HudiTable.open(t.path)
+    schema, row = _row(t)
+    key = t.config.record_key_fields[0]
+    value = next(f.name for f in schema if pa.types.is_string(f.type) and f.name != key and f.name not in ("region",))
+    new_key = "zz-new-key"
+    first, second = dict(row, **{key: new_key, value: "first"}), dict(row, **{key: new_key, value: "second"})
+    real = writer_module.require_still_pending
+    done: list[str] = []
+
+    def pause_once(*args: Any, **kwargs: Any) -> Any:
+        if not done:
+            done.append("running")  # the second write passes here too
+            done.append(other.write(pa.Table.from_pylist([second], schema=schema), "upsert", options=SIMPLE))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(writer_module, "require_still_pending", pause_once)
+    with pytest.raises(WriteError, match="read twice"):
+        t.write(pa.Table.from_pylist([first], schema=schema), "upsert", options=SIMPLE)
+    monkeypatch.setattr(writer_module, "require_still_pending", real)
+    assert len(done) == 2 and done[1], "the second write did not complete"
+    assert _value(t, key, new_key, value) == "second"
+    theirs = pa.Table.from_batches(hudi.HudiTableBuilder.from_base_uri(t.path).build().read())
+    assert [r[value] for r in theirs.to_pylist() if r[key] == new_key] == ["second"], "hudi-rs"
+    failed = [i.time for i in t.refresh().timeline.inflight_writes()]
+    assert len(failed) == 1, failed
+    t.rollback(failed[0])
+    t.write(pa.Table.from_pylist([first], schema=schema), "upsert", options=SIMPLE)
+    assert _value(t, key, new_key, value) == "first"
+    theirs = pa.Table.from_batches(hudi.HudiTableBuilder.from_base_uri(t.path).build().read())
+    assert [r[value] for r in theirs.to_pylist() if r[key] == new_key] == ["first"], "hudi-rs after the retry"
+
+
 def _value(t: evt.HudiTable, key: str, k: Any, column: str) -> Any:
     rows = [r[column] for r in t.refresh().read().to_pylist() if r[key] == k]
     assert len(rows) == 1, rows
