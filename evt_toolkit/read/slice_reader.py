@@ -226,7 +226,7 @@ def select_log_blocks(
             if not ctx.is_visible(instant):
                 continue
             if carried and ctx.in_window_rows is not None and blk.block_type != BlockType.DELETE:
-                queue.append(QueuedBlock(lf, blk, by_record_time=True))  # in the window or not: by each record's
+                queue.append(QueuedBlock(lf, blk, by_record_time=True))  # each record counts by its own commit
                 continue
             if ctx.in_instant_range is not None and not ctx.in_instant_range(instant):
                 continue
