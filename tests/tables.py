@@ -138,15 +138,14 @@ def same(a: pa.Table, b: pa.Table, what: str) -> None:
 
 def carried_keys(t: evt.HudiTable, instant: str) -> set[str]:
     """Record keys of every record in the carry-over logs compaction ``instant`` wrote."""
-    from evt_toolkit.compaction.merge_task import CARRY_OVER_VERSION
     from evt_toolkit.format.log_content import decode_data_block, decode_delete_block
     from evt_toolkit.format.logfile import BlockType, read_block_content, scan_log_blocks
-    from evt_toolkit.format.names import LogFileName
+    from evt_toolkit.format.names import CARRY_OVER_LOG_VERSION, LogFileName
 
     keys: set[str] = set()
     for f in t.storage.list_files(""):
         name = LogFileName.parse(f.path.rsplit("/", 1)[-1])
-        if name is None or name.base_instant != instant or name.version != CARRY_OVER_VERSION:
+        if name is None or name.base_instant != instant or name.version != CARRY_OVER_LOG_VERSION:
             continue
         with t.storage.open_input(f.path) as fh:
             for blk in scan_log_blocks(fh, f.size, f.path):

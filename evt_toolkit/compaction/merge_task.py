@@ -97,7 +97,6 @@ from evt_toolkit.table.fs_view import BaseFile, LogFile
 from evt_toolkit.write.fence import require_attempt_live, require_compaction_running
 
 __all__ = [
-    "CARRY_OVER_VERSION",
     "FILE_NAME",
     "MergeResult",
     "MergeTask",
@@ -113,9 +112,6 @@ __all__ = [
 
 FILE_NAME = "_hoodie_file_name"
 _PARTITION = "_hoodie_partition_path"
-#: The carry-over log's version: below every writer's (they start at 1), so it replays first in the new slice.
-CARRY_OVER_VERSION = CARRY_OVER_LOG_VERSION
-
 #: ``fault_hook(task, stage)`` is called at ``"merged"`` (before writing) and ``"written"`` (after the base file).
 FaultHook = Callable[["MergeTask", str], None]
 
@@ -232,7 +228,7 @@ def base_file_token(index: int) -> str:
 
 def carry_over_name(file_id: str, instant: str, index: int) -> str:
     """Name of the carry-over log of operation ``index``: version 0 of slice ``instant``."""
-    return LogFileName(file_id, instant, "log", CARRY_OVER_VERSION, base_file_token(index)).name
+    return LogFileName(file_id, instant, "log", CARRY_OVER_LOG_VERSION, base_file_token(index)).name
 
 
 def base_file_name(task: MergeTask) -> str:
@@ -301,7 +297,7 @@ def later_logs(
             and not parsed.suffix
             and parsed.file_id == file_id
             and (parsed.base_instant >= instant if named_by_deltacommit else parsed.base_instant == instant)
-            and not (parsed.base_instant == instant and parsed.version == CARRY_OVER_VERSION)
+            and not (parsed.base_instant == instant and parsed.version == CARRY_OVER_LOG_VERSION)
         ):
             out.append(
                 LogFile(

@@ -571,8 +571,12 @@ def _check_no_later_write(table: Table, instant: str, fgs: list[FileGroupWrite],
 
 
 def _check_inserted_keys_still_new(
-    table: Table, instant: str, tasks: list[tuple[FileGroupWrite, pa.Table, pa.Table]], timeline: Timeline
-) -> None:
+    table: Table,
+    instant: str,
+    tasks: list[tuple[FileGroupWrite, pa.Table, pa.Table]],
+    timeline: Timeline,
+    checked: frozenset[str] = frozenset(),
+) -> frozenset[str]:
     """Refuse to complete a SIMPLE-index write that inserted a key which a write completed since this one took its
     instant inserted too.
 
@@ -585,21 +589,29 @@ def _check_inserted_keys_still_new(
     exist and again on the timeline its completion time is issued from, so of two such writes the one completing
     second fails. *Left open:* two that both look before either completes (milliseconds; no lock is shared).
 
+    ``checked`` holds the deltacommits an earlier look already read (they are not read again); the return value adds
+    the ones read now. A base file that cannot be read is skipped only when it is gone (a clean removed it after a
+    compaction rewrote its file group: the compaction's files hold its keys, and the compaction's own checks see
+    them); any other failure to read it raises rather than let a duplicate through.
+
     Raises:
         WriteError: naming the other deltacommit, its base file and a key; the write is left inflight (roll it back
             and write again: the next attempt finds the key in the other's base file and updates it).
+        StorageError: a base file of such a deltacommit exists but cannot be read (named); the write is left inflight.
     """
     mine: dict[str, set[str]] = {}
     for fg, up, _ in tasks:
         if fg.creates_base_file and up.num_rows:
             mine.setdefault(fg.partition_path, set()).update(up["_hoodie_record_key"].to_pylist())
     if not mine:
-        return
+        return checked
+    now_checked = set(checked)
     for inst in timeline.instants:
-        if inst.time == instant or inst.action != DELTA_COMMIT or not inst.is_completed:
+        if inst.time == instant or inst.time in checked or inst.action != DELTA_COMMIT or not inst.is_completed:
             continue
         if (inst.completion_time or inst.time) <= instant:
             continue  # completed before this write took its instant: its base files were there when it planned
+        now_checked.add(inst.time)
         for st in timeline.commit_metadata(inst).write_stats:
             keys = mine.get(st.partition_path)
             name = st.path.rsplit("/", 1)[-1]
@@ -608,6 +620,8 @@ def _check_inserted_keys_still_new(
             try:
                 theirs = base_file_keys(table, st.path)
             except StorageError:
+                if table.storage.is_file(st.path):
+                    raise  # there but unreadable: a duplicate cannot be ruled out
                 continue  # gone since (a clean after a compaction rewrote it): the compaction's files hold its keys
             both = keys & set(theirs.to_pylist())
             if both:
@@ -617,6 +631,7 @@ def _check_inserted_keys_still_new(
                     "this write inserted it into a file group of its own; completed, the key would be read twice; "
                     "the write was left inflight: roll it back and write again"
                 )
+    return frozenset(now_checked)
 
 
 def _pending_reservations(table: Table) -> list[PendingCompactionReservation]:
@@ -927,8 +942,9 @@ def write(
     else:
         _check_no_later_compaction(table, instant, groups, timeline)
         _check_no_later_write(table, instant, groups, timeline)
+    keys_checked: frozenset[str] = frozenset()
     if index.kind != BUCKET:
-        _check_inserted_keys_still_new(table, instant, tasks, timeline)
+        keys_checked = _check_inserted_keys_still_new(table, instant, tasks, timeline)
     # A rollback elsewhere cannot tell this running write from a failed one: once it took the files, nothing may
     # complete (looked at before the metadata table lists the files, and again right before completing).
     require_still_pending(storage, spec)
@@ -947,7 +963,7 @@ def write(
         # synced the metadata table.
         _check_no_later_write(table, instant, groups, table.timeline)
         if index.kind != BUCKET:
-            _check_inserted_keys_still_new(table, instant, tasks, table.timeline)
+            _check_inserted_keys_still_new(table, instant, tasks, table.timeline, keys_checked)
     if has_metadata_table(table):
         require_still_pending(storage, spec)
     storage.write_bytes_atomic(

@@ -21,7 +21,7 @@ import evt_toolkit as evt
 import evt_toolkit.write.writer as writer_module
 from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
 from evt_toolkit.compaction.strategy import UnBoundedCompactionStrategy
-from evt_toolkit.errors import WriteError
+from evt_toolkit.errors import StorageError, WriteError
 from tests.conftest import SKIP_NO_SHARED, fixture_table_path
 from tests.safety import independent_1x
 
@@ -162,6 +162,84 @@ def test_two_overlapping_writes_inserting_one_new_key_leave_it_once(
     assert _value(t, key, new_key, value) == "first"
     theirs = pa.Table.from_batches(hudi.HudiTableBuilder.from_base_uri(t.path).build().read())
     assert [r[value] for r in theirs.to_pylist() if r[key] == new_key] == ["first"], "hudi-rs after the retry"
+
+
+def _pause_for(other: evt.HudiTable, rows: pa.Table, done: list[str], at: str = "require_still_pending") -> Any:
+    """A stand-in for writer function ``at`` that runs the other write (once) before it."""
+    real = getattr(writer_module, at)
+
+    def pause_once(*args: Any, **kwargs: Any) -> Any:
+        if not done:
+            done.append("running")  # the second write passes here too
+            done.append(other.write(rows, "upsert", options=SIMPLE))
+        return real(*args, **kwargs)
+
+    return pause_once
+
+
+@SKIP_NO_SHARED
+def test_a_concurrent_writes_base_file_is_read_once_by_the_two_looks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A SIMPLE-index write that inserted a key looks for the same key in the base files of writes completed since it
+    took its instant twice (after its files exist; on the timeline its completion time comes from). A write that
+    completed before the first look and inserted another key is read by the first look only: the second reads what
+    completed since. Both keys are there once."""
+    t = _copy("mor_v9_txns_simple_meta", tmp_path)
+    other = evt.HudiTable.open(t.path)
+    schema, row = _row(t)
+    key = t.config.record_key_fields[0]
+    before = {bf.path for bf in t.view.latest_base_files()}
+    reads: list[str] = []
+    real_keys = writer_module.base_file_keys
+
+    def counting(table: Any, path: str) -> Any:
+        reads.append(path)
+        return real_keys(table, path)
+
+    done: list[str] = []
+    theirs = pa.Table.from_pylist([dict(row, **{key: "zz-theirs"})], schema=schema)
+    # The other write completes before this one's first look (``_reconcile`` runs right before it).
+    monkeypatch.setattr(writer_module, "_reconcile", _pause_for(other, theirs, done, at="_reconcile"))
+    monkeypatch.setattr(writer_module, "base_file_keys", counting)
+    t.write(pa.Table.from_pylist([dict(row, **{key: "zz-mine"})], schema=schema), "upsert", options=SIMPLE)
+    monkeypatch.undo()
+    assert len(done) == 2 and done[1], "the second write did not complete"
+    new = [p for p in reads if p not in before]
+    assert new and len(new) == len(set(new)), f"a concurrent write's base file was read more than once: {new}"
+    keys = [r[key] for r in t.refresh().read().to_pylist()]
+    assert keys.count("zz-mine") == 1 and keys.count("zz-theirs") == 1
+
+
+@SKIP_NO_SHARED
+def test_a_concurrent_writes_base_file_that_cannot_be_read_refuses_the_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The look for a key another write inserted skips a base file only when it is gone (a clean removed it); one
+    that is there but cannot be read (a failed request) fails the write, left inflight and named, rather than let a
+    key in two file groups through."""
+    t = _copy("mor_v9_txns_simple_meta", tmp_path)
+    other = evt.HudiTable.open(t.path)
+    schema, row = _row(t)
+    key = t.config.record_key_fields[0]
+    before = {bf.path for bf in t.view.latest_base_files()}
+    real_keys = writer_module.base_file_keys
+
+    def failing(table: Any, path: str) -> Any:
+        if path not in before:
+            raise StorageError(f"{table.storage.uri}: injected failure reading {path}")
+        return real_keys(table, path)
+
+    done: list[str] = []
+    same = pa.Table.from_pylist([dict(row, **{key: "zz-new-key"})], schema=schema)
+    monkeypatch.setattr(writer_module, "require_still_pending", _pause_for(other, same, done))
+    monkeypatch.setattr(writer_module, "base_file_keys", failing)
+    with pytest.raises(StorageError, match="injected failure"):
+        t.write(same, "upsert", options=SIMPLE)
+    monkeypatch.undo()
+    assert len(done) == 2 and done[1], "the second write did not complete"
+    assert len(t.refresh().timeline.inflight_writes()) == 1
+    assert [r[key] for r in t.read().to_pylist()].count("zz-new-key") == 1
 
 
 def _value(t: evt.HudiTable, key: str, k: Any, column: str) -> Any:
