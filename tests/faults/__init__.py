@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import pyarrow as pa
 import evt_toolkit as evt
 from evt_toolkit.faults import ENV_VAR
 from evt_toolkit.format.names import BaseFileName, LogFileName
+from tests.faults.forked import run_forked
 from tests.oracle import Oracle
 from tests.tables import COLUMNS, hudi_rs, same
 
@@ -60,14 +60,7 @@ def run_child(table: Path, fault: str | None, action: str, *args: str) -> subpro
     env = {k: v for k, v in os.environ.items() if k != ENV_VAR}
     if fault:
         env[ENV_VAR] = fault
-    return subprocess.run(
-        [sys.executable, "-c", CHILD, str(table), action, *args],
-        capture_output=True,
-        text=True,
-        timeout=CHILD_TIMEOUT,
-        env=env,
-        cwd=REPO_ROOT,
-    )
+    return run_forked(CHILD, [str(table), action, *args], env, REPO_ROOT, CHILD_TIMEOUT)
 
 
 def assert_killed(proc: subprocess.CompletedProcess[str]) -> None:

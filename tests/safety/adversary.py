@@ -56,7 +56,6 @@ import json
 import os
 import random
 import shutil
-import subprocess
 import sys
 import tempfile
 import textwrap
@@ -81,6 +80,7 @@ from evt_toolkit.errors import EvtError, ReadError
 from evt_toolkit.faults import ENV_VAR
 from evt_toolkit.format.names import LogFileName
 from evt_toolkit.write.bucket import bucket_ids
+from tests.faults.forked import run_forked
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BASE = 1_700_000_000_000
@@ -664,14 +664,7 @@ class Sequence:
         kill_at = self.rng.randint(1, 12) if self.rng.random() < 0.7 else self.rng.randint(1, 60)
         env = {k: v for k, v in os.environ.items() if k != ENV_VAR}
         env["PYTHONPATH"] = str(REPO_ROOT)
-        proc = subprocess.run(
-            [sys.executable, "-c", CHILD, str(kill_at), json.dumps(spec)],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            env=env,
-            cwd=REPO_ROOT,
-        )
+        proc = run_forked(CHILD, [str(kill_at), json.dumps(spec)], env, REPO_ROOT, 300)
         if proc.returncode == -9:
             return Outcome(f"{spec['action']} killed at storage change {kill_at}", crashed=True)
         if proc.returncode == 0:

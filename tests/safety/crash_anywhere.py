@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 from evt_toolkit.faults import ENV_VAR
+from tests.faults.forked import run_forked
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CHILD_TIMEOUT = 180
@@ -82,11 +82,4 @@ def run_killed_at(
     finishing normally (0, stdout ``not reached <changes>``) when it makes fewer."""
     env = {k: v for k, v in os.environ.items() if k != ENV_VAR}
     env["EVT_TEST_STORAGE_OPTIONS"] = json.dumps(storage_options)
-    return subprocess.run(
-        [sys.executable, "-c", CHILD, str(n), str(table), action, *args],
-        capture_output=True,
-        text=True,
-        timeout=CHILD_TIMEOUT,
-        env=env,
-        cwd=REPO_ROOT,
-    )
+    return run_forked(CHILD, [str(n), str(table), action, *args], env, REPO_ROOT, CHILD_TIMEOUT)

@@ -59,7 +59,6 @@ import random
 import re
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import textwrap
@@ -80,6 +79,7 @@ from evt_toolkit.errors import EvtError, ReadError
 from evt_toolkit.storage.fs import TableStorage
 from evt_toolkit.table.metadata_table import read_files_partition
 from evt_toolkit.write.task import write_file_group
+from tests.faults.forked import run_forked
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -1027,14 +1027,7 @@ class Sequence:
         else:
             return
         env = {k: v for k, v in os.environ.items() if k != "EVT_FAULT_AT"}
-        proc = subprocess.run(
-            [sys.executable, "-c", CHILD, str(n), json.dumps(spec)],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            env=env,
-            cwd=REPO_ROOT,
-        )
+        proc = run_forked(CHILD, [str(n), json.dumps(spec)], env, REPO_ROOT, 300)
         if proc.returncode not in (0, -signal.SIGKILL):
             last = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else ""
             if "evt_toolkit.errors" not in proc.stderr and "Error:" not in last:
