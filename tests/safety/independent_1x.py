@@ -95,6 +95,12 @@ FIXTURES = [
     "mor_v9_mor_compacted_incremental",
     "mor_v8_mor_boundary_windows",
     "mor_v9_txns_simple_nometa",
+    # Ordering fields of other types: a string and a decimal or double (event-time merging, no event-time field), a
+    # timestamp (its event-time field too).
+    "mor_table_delete_ord_string",
+    "mor_table_delete_ord_timestamp",
+    "mor_table_delete_ord_decimal",
+    "mor_table_delete_ord_double",
 ]
 SIMPLE = {"hoodie.index.type": "SIMPLE"}
 #: Re-insert deleted keys with ordering values below their tombstone too (a deleted key must stay deleted).
@@ -524,6 +530,37 @@ CHILD = textwrap.dedent(
 # -- a sequence ------------------------------------------------------------------------------------------------------
 
 
+def shift_ordering(base: Any, d: int) -> Any:
+    """An ordering value ``d`` steps above (below, equal to) ``base``, whatever its type: numbers and decimals add
+    ``d``; timestamps move by ``d`` milliseconds and dates by ``d`` days; strings grow by ``d`` ``~`` characters (a
+    longer string with the same prefix sorts after it) or lose ``-d`` characters from their end (a prefix sorts
+    before)."""
+    if isinstance(base, str):
+        if d >= 0:
+            return base + "~" * d
+        return base[: max(0, len(base) + d)]
+    if isinstance(base, dt.datetime):
+        return base + dt.timedelta(milliseconds=d)
+    if isinstance(base, dt.date):
+        return base + dt.timedelta(days=d)
+    return base + d
+
+
+def epoch_ms(v: Any) -> int:
+    """An event time as epoch milliseconds: integers are taken as they are; a timestamp without a zone is UTC; a date
+    is its midnight; a canonical timestamp (:func:`canon`) is its microseconds."""
+    if isinstance(v, tuple) and v[:1] == ("ts",):
+        return v[1] // 1000
+    if isinstance(v, dt.datetime):
+        if v.tzinfo is None:
+            v = v.replace(tzinfo=dt.UTC)
+        delta = v - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+        return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
+    if isinstance(v, dt.date):
+        return (v - dt.date(1970, 1, 1)).days * 86_400_000
+    return int(v)
+
+
 def _copy_fixture(name: str, dst: Path) -> Path:
     from tests.conftest import fixture_table_path
 
@@ -567,6 +604,9 @@ class Sequence:
         t0 = evt.HudiTable.open(local)
         field = t0.config.ordering_field
         event_field_ok = field is not None and fixture not in ("mor_v9_mor_8i4u_commit_time",)
+        if event_field_ok:  # named as the event-time field only when it is one, as an operator would
+            typ = t0.read().schema.field(field).type
+            event_field_ok = pa.types.is_integer(typ) or pa.types.is_timestamp(typ) or pa.types.is_date(typ)
         if event_field_ok:
             props = local / ".hoodie" / "hoodie.properties"
             props.write_text(props.read_text() + f"hoodie.payload.event.time.field={field}\n")
@@ -598,7 +638,8 @@ class Sequence:
         self.partition = pfields[0] if pfields else None
         self.hive = (t.config.properties.get("hoodie.datasource.write.hive_style_partitioning") or "false") == "true"
         snap = t.read()
-        self.columns = [c for c in snap.column_names if not c.startswith("_hoodie_")]
+        # Hudi's meta columns are the writer's; ``_hoodie_is_deleted``, when the table has it, is a data column.
+        self.columns = [c for c in snap.column_names if not c.startswith("_hoodie_") or c == "_hoodie_is_deleted"]
         self.schema = pa.schema([snap.schema.field(c) for c in self.columns])
         self.value = next(
             (
@@ -638,8 +679,7 @@ class Sequence:
 
     # -- batches ---------------------------------------------------------------------------------------------------
     def _ord(self, base: Any) -> Any:
-        d = self.rng.choice([1, 1, 2, 5, 0, 0, -1, -3])
-        return base + d
+        return shift_ordering(base, self.rng.choice([1, 1, 2, 5, 0, 0, -1, -3]))
 
     def _new_key_row(self) -> dict[str, Any]:
         row = dict(self.rng.choice(self.templates))
@@ -685,11 +725,11 @@ class Sequence:
                     if o == Oracle.NATURAL:
                         # After a commit-time delete a later record wins the log merge and is then compared with
                         # the key's base row (Hudi's reader): a record above every earlier value of the key wins.
-                        row[self.ordering] = self.max_ordering(k) + self.rng.randint(1, 3)
+                        row[self.ordering] = shift_ordering(self.max_ordering(k), self.rng.randint(1, 3))
                     elif LATE_REVIVE:
                         row[self.ordering] = self._ord(o)
                     else:
-                        row[self.ordering] = o + self.rng.randint(0, 3)
+                        row[self.ordering] = shift_ordering(o, self.rng.randint(0, 3))
             else:
                 row = self._new_key_row()
                 self.fresh_keys.add(self.oracle.key(row))
@@ -846,7 +886,7 @@ class Sequence:
     def _strategy(self) -> tuple[Any, int | None]:
         if not self.has_event_field or self.rng.random() < 0.3:
             return UnBoundedCompactionStrategy(), None
-        vals = sorted(v[0] for v in self.oracle.state().values() if v[0] not in (None, Oracle.NATURAL))
+        vals = sorted(epoch_ms(v[0]) for v in self.oracle.state().values() if v[0] not in (None, Oracle.NATURAL))
         if not vals:
             return UnBoundedCompactionStrategy(), None
         th = vals[self.rng.randint(0, len(vals) - 1)] + self.rng.choice([-1, 0, 1])
@@ -1231,8 +1271,8 @@ class Sequence:
             fr = t.ro_freshness().threshold_ms
             if fr is not None:
                 i = self.columns.index(self.ordering)
-                ro_cut = {k: v for k, v in self.got_rows(ro, "RO").items() if v[i] is not None and v[i] <= fr}
-                sn_cut = {k: v for k, v in want.items() if v[i] is not None and v[i] <= fr}
+                ro_cut = {k: v for k, v in self.got_rows(ro, "RO").items() if v[i] is not None and epoch_ms(v[i]) <= fr}
+                sn_cut = {k: v for k, v in want.items() if v[i] is not None and epoch_ms(v[i]) <= fr}
                 self.compare(ro_cut, sn_cut, f"RO vs snapshot at or before the freshness {fr}")
         self.check_metadata_table(t, tl)
         self.check_history(t, tl)
