@@ -872,8 +872,10 @@ class Sequence:
             self.note(f"rollback last {w.requested} refused: {type(e).__name__}: {str(e)[:120]}")
             tl2 = self.store.timeline()
             if tl2.pending_actions("rollback") and self.proxy is not None:
-                # An answer lost on the way: the rollback began; it is finished before anything reads.
-                self.handle().rollback(w.requested)
+                # An answer lost on the way: the rollback began; it is finished before anything reads. (The pending
+                # rollback may be another instant's, left by an earlier failure: then this one is refused again.)
+                with contextlib.suppress(EvtError):
+                    self.handle().rollback(w.requested)
                 tl2 = self.store.timeline()
             if w.requested in tl2.completed:
                 return
