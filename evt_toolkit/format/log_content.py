@@ -539,9 +539,17 @@ def _decode_columnar(contents: Sequence[bytes], plan: _BlockSchema) -> list[pa.T
             return None
     arrow_schema = plan.arrow_schema
     names = set(decoded.column_names)
-    columns = [decoded[f.name] if f.name in names else pa.nulls(total, f.type) for f in arrow_schema]
     try:
-        table = pa.Table.from_arrays(columns, names=arrow_schema.names).cast(arrow_schema)
+        # Only the columns whose type differs (string views, mostly) are cast: a cast of an equal type is a call
+        # per column per batch for nothing.
+        columns: list[pa.Array | pa.ChunkedArray] = []
+        for f in arrow_schema:
+            if f.name not in names:
+                columns.append(pa.nulls(total, f.type))
+                continue
+            col = decoded[f.name]
+            columns.append(col if col.type == f.type else col.cast(f.type))
+        table = pa.Table.from_arrays(columns, schema=arrow_schema)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return None
     if len(contents) == 1:
