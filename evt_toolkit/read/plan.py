@@ -17,8 +17,9 @@ Example:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import pyarrow as pa
@@ -34,7 +35,7 @@ from evt_toolkit.table.guards import require_supported_merge
 from evt_toolkit.table.retention import check_incremental_settled, check_readable_at, check_time_travel_settled
 from evt_toolkit.table.schema import arrow_schema_for, latest_avro_schema, with_meta_fields
 from evt_toolkit.table.table import Table
-from evt_toolkit.table.timeline import Timeline
+from evt_toolkit.table.timeline import DELTA_COMMIT, Timeline
 
 __all__ = [
     "COMMIT_TIME_FIELD",
@@ -120,6 +121,9 @@ class ReadSpec:
         self, query_instant: str | None, window: CommitWindow | None = None, storage: TableStorage | None = None
     ) -> SliceReadContext:
         """The slice-reader context in this process (storage is opened here: file systems are not shipped)."""
+        is_visible = self.timeline.is_visible
+        if window is not None and window.late:
+            is_visible = partial(_visible_at_window_end, is_visible, window)
         return SliceReadContext(
             storage=storage if storage is not None else TableStorage.from_uri(self.table_uri, self.storage_options),
             schema=self.schema,
@@ -127,12 +131,14 @@ class ReadSpec:
             ordering_field=self.ordering_field,
             merge_mode=self.merge_mode,
             query_instant=query_instant,
-            is_visible=self.timeline.is_visible,
+            is_visible=is_visible,
             record_key_fields=self.record_key_fields,
             complex_key=self.complex_key,
-            in_instant_range=window.admits_block if window is not None else None,
-            in_window_rows=window.mask if window is not None else None,
         )
+
+
+def _visible_at_window_end(is_visible: Callable[[str], bool], window: CommitWindow, instant: str) -> bool:
+    return is_visible(instant) and window.counts_block(instant)
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,9 +204,21 @@ def _incremental(table: Table, spec: ReadSpec, begin: str | None, end: str | Non
     for inst in admitted:
         meta = table.timeline.commit_metadata(inst)
         touched |= meta.file_groups()
-    window = CommitWindow(b, e, frozenset(i.time for i in admitted) if layout2 else None)
+    if layout2:
+        # The table as of the window's end: every write completed by then, whatever its requested time, and none
+        # completed after it (log blocks come from deltacommits; a compaction's own blocks go with its base file).
+        late = frozenset(
+            i.time
+            for i in table.timeline.completed_commits()
+            if i.action == DELTA_COMMIT and e is not None and (i.completion_time or i.time) > e
+        )
+        window = CommitWindow(b, e, frozenset(i.time for i in admitted), late)
+        query_instant = None
+    else:
+        window = CommitWindow(b, e, None)  # requested times: every block up to the newest admitted commit
+        query_instant = last
     return tuple(
-        SliceRead(s, False, last, window)
+        SliceRead(s, False, query_instant, window)
         for s in table.view.latest_merged_file_slices(last)
         if (s.partition_path, s.file_id) in touched
     )
@@ -220,9 +238,9 @@ def plan_query(
       ``as_of`` or the latest commit;
     * ``read_optimized``: the latest committed base file of each group, as of ``as_of``;
     * ``incremental``: records committed in ``(begin, end]`` — on layout 1 requested times bound the window, on
-      layout 2 completion times — read from the slices of the file groups the admitted commits wrote, merged as of
-      the newest admitted commit, blocks outside the window not merged (Hudi's ``InstantRange``), then rows kept by
-      commit time.
+      layout 2 completion times — read from the slices of the file groups the admitted commits wrote, merged as
+      the table stood at the window's end (every write completed by then), then rows kept by commit time: a key is
+      in the answer when its row at the window's end was written in the window (:class:`CommitWindow`).
 
     Raises:
         ReadError: unknown query type, a bad instant, ``as_of`` with an incremental read, an incremental read of a

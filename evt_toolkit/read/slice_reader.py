@@ -39,7 +39,6 @@ from evt_toolkit.format.log_content import (
     decode_delete_block,
 )
 from evt_toolkit.format.logfile import BlockType, LogBlock, read_block_content, scan_log_blocks
-from evt_toolkit.format.names import CARRY_OVER_LOG_VERSION
 from evt_toolkit.read.conform import conform, conform_runs, require_columns
 from evt_toolkit.read.keys import derive_record_keys
 from evt_toolkit.read.merge import (
@@ -87,12 +86,6 @@ class SliceReadContext:
         is_visible: whether an instant's data/delete blocks count (``Timeline.is_visible``).
         record_key_fields: record key fields, used when the table stores no ``_hoodie_record_key``.
         complex_key: whether keys are ``field:value`` lists (complex key generator).
-        in_instant_range: for incremental reads, whether a data/delete block's instant is inside the window
-            (Hudi's ``InstantRange``): blocks outside it are not merged at all.
-        in_window_rows: for incremental reads, the window's mask over a ``_hoodie_commit_time`` column. A
-            carry-over log's data block (log version 0) holds records of earlier writes under the compaction's
-            instant; its records are merged when *their* commit is in the window, as they were in their own blocks
-            before the compaction, whatever the compaction's instant.
     """
 
     storage: TableStorage
@@ -104,8 +97,6 @@ class SliceReadContext:
     is_visible: Callable[[str], bool]
     record_key_fields: tuple[str, ...] = ()
     complex_key: bool = False
-    in_instant_range: Callable[[str], bool] | None = None
-    in_window_rows: Callable[[pa.ChunkedArray], pa.ChunkedArray] | None = None
 
     @property
     def derives_keys(self) -> bool:
@@ -115,11 +106,10 @@ class SliceReadContext:
 
 @dataclass(frozen=True, slots=True)
 class QueuedBlock:
-    """A block to merge; ``by_record_time``: only its records whose own commit is in the incremental window count."""
+    """A block to merge and the log file it is in."""
 
     log_file: LogFile
     block: LogBlock
-    by_record_time: bool = False
 
 
 def scan_logs(
@@ -204,7 +194,6 @@ def select_log_blocks(
     """
     queue: list[QueuedBlock] = []
     for lf in log_files:
-        carried = lf.version == CARRY_OVER_LOG_VERSION
         known = scanned.get(lf.path) if scanned is not None else None
         if known is not None:
             blocks = known
@@ -224,11 +213,6 @@ def select_log_blocks(
                 queue = [q for q in queue if q.block.instant_time != target]
                 continue
             if not ctx.is_visible(instant):
-                continue
-            if carried and ctx.in_window_rows is not None and blk.block_type != BlockType.DELETE:
-                queue.append(QueuedBlock(lf, blk, by_record_time=True))  # each record counts by its own commit
-                continue
-            if ctx.in_instant_range is not None and not ctx.in_instant_range(instant):
                 continue
             queue.append(QueuedBlock(lf, blk))
     drop = spurious_attempts([(q.block.instant_time, _attempt(q.block)) for q in queue])
@@ -291,8 +275,6 @@ def decode_blocks(ctx: SliceReadContext, queued: list[QueuedBlock]) -> tuple[pa.
     raws: list[tuple[pa.Table, str]] = []
     for pos in range(len(queued)):
         kind, tbl = decoded[pos]
-        if queued[pos].by_record_time and ctx.in_window_rows is not None and tbl.num_rows:
-            tbl = tbl.filter(ctx.in_window_rows(tbl[COMMIT_TIME_FIELD]))
         n = tbl.num_rows
         seq = np.arange(base_seq, base_seq + n, dtype=np.int64)
         base_seq += n
@@ -422,24 +404,33 @@ def merge_slice(ctx: SliceReadContext, base: pa.Table, queued: list[QueuedBlock]
 
 @dataclass(frozen=True, slots=True)
 class CommitWindow:
-    """An incremental window ``(begin, end]`` and which merged rows it keeps.
+    """An incremental window ``(begin, end]``: the table as of its end, kept where the commit time is in it.
+
+    A window's slices are merged with every block visible at the window's end, not only the window's blocks: a
+    record of the window meets everything that preceded it, as in the snapshot at the end, so a row is in the answer
+    exactly when it is that snapshot's row of its key and its ``_hoodie_commit_time`` lies in the window. (Merging the
+    window's blocks alone — Hudi's ``InstantRange`` — met a window record with an older block counted under a later
+    instant, a compaction's carry-over log, without the writes that had ended it: a key the window wrote went
+    missing.)
 
     Attributes:
         begin: exclusive start (``"0"`` when open).
         end: inclusive end (``None`` when open).
         admitted: on timeline layout 2, the requested times of the commits whose *completion* falls in the window
-            (blocks and rows of those commits count); ``None`` on layout 1, where requested times are compared.
+            (their rows are kept); ``None`` on layout 1, where requested times are compared.
+        late: on timeline layout 2, the requested times of the writes that completed after ``end``: not part of
+            the table at the window's end, so their blocks are not merged (on layout 1 the query instant bounds
+            the blocks).
     """
 
     begin: str
     end: str | None
     admitted: frozenset[str] | None
+    late: frozenset[str] = frozenset()
 
-    def admits_block(self, instant: str) -> bool:
-        """Hudi's ``InstantRange``: whether a data/delete block of ``instant`` is merged at all."""
-        if self.admitted is not None:
-            return instant in self.admitted
-        return instant > self.begin and (self.end is None or instant <= self.end)
+    def counts_block(self, instant: str) -> bool:
+        """Whether a visible block of ``instant`` is part of the table at the window's end."""
+        return instant not in self.late
 
     def mask(self, commit_time: pa.ChunkedArray | pa.Array) -> pa.Array | pa.ChunkedArray:
         """Boolean mask (nulls as false) over a ``_hoodie_commit_time`` column."""

@@ -663,7 +663,6 @@ class Sequence:
     def _child(self, spec: dict[str, Any]) -> Outcome:
         kill_at = self.rng.randint(1, 12) if self.rng.random() < 0.7 else self.rng.randint(1, 60)
         env = {k: v for k, v in os.environ.items() if k != ENV_VAR}
-        env["PYTHONPATH"] = str(REPO_ROOT)
         proc = run_forked(CHILD, [str(kill_at), json.dumps(spec)], env, REPO_ROOT, 300)
         if proc.returncode == -9:
             return Outcome(f"{spec['action']} killed at storage change {kill_at}", crashed=True)

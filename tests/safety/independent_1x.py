@@ -602,10 +602,11 @@ class Sequence:
         self.proxy: Proxy | None = None
         local = _copy_fixture(fixture, root / fixture)
         t0 = evt.HudiTable.open(local)
+        snap = t0.read()  # the fixture's rows: the same wherever the copy lives (the oracle starts from them)
         field = t0.config.ordering_field
         event_field_ok = field is not None and fixture not in ("mor_v9_mor_8i4u_commit_time",)
         if event_field_ok:  # named as the event-time field only when it is one, as an operator would
-            typ = t0.read().schema.field(field).type
+            typ = snap.schema.field(field).type
             event_field_ok = pa.types.is_integer(typ) or pa.types.is_timestamp(typ) or pa.types.is_date(typ)
         if event_field_ok:
             props = local / ".hoodie" / "hoodie.properties"
@@ -637,7 +638,6 @@ class Sequence:
         pfields = t.config.partition_fields
         self.partition = pfields[0] if pfields else None
         self.hive = (t.config.properties.get("hoodie.datasource.write.hive_style_partitioning") or "false") == "true"
-        snap = t.read()
         # Hudi's meta columns are the writer's; ``_hoodie_is_deleted``, when the table has it, is a data column.
         self.columns = [c for c in snap.column_names if not c.startswith("_hoodie_") or c == "_hoodie_is_deleted"]
         self.schema = pa.schema([snap.schema.field(c) for c in self.columns])
@@ -1400,8 +1400,8 @@ class Sequence:
             return
         state_end = self.oracle.live(lambda x: x.completion <= end)
         inwin = {x.requested for x in own if begin < x.completion <= end}
-        # Hudi merges only the window's own records (InstantRange): every key whose winner at ``end`` was committed
-        # in the window is there with that record; any other row is a record a commit of the window wrote.
+        # Every key whose winner at ``end`` was committed in the window is there with that record; any other row
+        # must at least be a record a commit of the window wrote (stock readers return losing window records too).
         want_inc = {k: canon_row(r, self.columns) for k, (r, ct) in state_end.items() if ct in inwin}
         written: dict[tuple[Any, ...], set[tuple[Any, ...]]] = {}
         for x in own:

@@ -355,6 +355,50 @@ def test_an_incremental_window_over_a_compaction_keeps_a_write_a_carried_record_
         assert got == [{"id": "k00", "v": "d"}], f"incremental ({begin}, {done[-1]}]"
 
 
+@pytest.mark.parametrize("version", [6, 9])
+def test_an_incremental_window_over_a_compaction_keeps_a_write_a_carried_delete_would_hide(
+    tmp_path: Path, version: int
+) -> None:
+    """A carry-over log holds the deletes with ordering values that the compacted prefix left (tombstones), under the
+    compaction's instant. A window holding the compaction merged such a delete as if written in the window, without
+    the commit-time delete that had ended it (in a later log, outside the window): it beat the window's own lower
+    upsert of the key, and the key the window wrote was missing. A window is now the table as of its end, kept where
+    the commit time is in the window."""
+    t = evt.HudiTable.create(
+        tmp_path / "t", "d", "id", ordering_field="ts", event_time_field="ts", merge_mode="event_time",
+        table_version=version, buckets=1,
+    )  # fmt: skip
+
+    def rows(*r: tuple[str, int, str]) -> pa.Table:
+        return pa.table({"id": [x[0] for x in r], "ts": pa.array([BASE + x[1] for x in r], pa.int64()),
+                         "v": [x[2] for x in r]})  # fmt: skip
+
+    def delete(key: str, ts: int | None) -> None:
+        t.write(pa.table({"id": [key], "ts": pa.array([None if ts is None else BASE + ts], pa.int64())}), "delete")
+
+    t.write(rows(("x", 5_000, "a")))
+    delete("k", 104_000)  # a tombstone: a later upsert of k with a lower ordering value loses to it ...
+    t.write(rows(("y", 5_000, "b")))
+    delete("k", None)  # ... until this commit-time delete, which any later write of k undoes
+    c = t.compaction.schedule(strategy(10_000), now_ms=NOW)  # the prefix ends at y's log: k's ct-delete is a link
+    assert c is not None and c.links
+    t.write(rows(("k", 85_000, "c")))
+    t.compaction.run(c)
+    logs = [f for f in os.listdir(tmp_path / "t") if ".log." in f]
+    assert any(".log.0_" in f for f in logs), f"a carry-over log among {logs}"
+    snap = t.read()
+    assert sorted(snap.select(["id", "v"]).to_pylist(), key=str) == [
+        {"id": "k", "v": "c"},
+        {"id": "x", "v": "a"},
+        {"id": "y", "v": "b"},
+    ]
+    done = [i.completion_time or i.time for i in t.timeline.instants if i.is_completed]
+    for begin in done[:-1]:
+        window = t.read("incremental", begin=begin, end=done[-1])
+        got = {r["id"]: r["v"] for r in window.select(["id", "v"]).to_pylist()}
+        assert got.get("k") == "c", f"incremental ({begin}, {done[-1]}] misses k: {got}"
+
+
 # -- 7. a plan scheduled on a Hudi 1.x table can run ----------------------------------------------------------------
 @SKIP_NO_SHARED
 @pytest.mark.parametrize("name", ["mor_v8_mor_boundary_windows", "mor_v9_mor_8i4u_commit_time"])
