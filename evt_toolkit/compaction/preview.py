@@ -83,8 +83,8 @@ PER_SLICE_SCHEMA = pa.schema(
         pa.field("logs_compacted", pa.int32(), nullable=False),
         pa.field("logs_remaining", pa.int32(), nullable=False),
         pa.field("logs_forced", pa.int32(), nullable=False),
-        pa.field("compacted_log_files", pa.list_(pa.string())),
-        pa.field("remaining_log_files", pa.list_(pa.string())),
+        pa.field("compacted_log_files", pa.list_view(pa.string())),
+        pa.field("remaining_log_files", pa.list_view(pa.string())),
         pa.field("total_log_size", pa.int64(), nullable=False),
         pa.field("compacted_log_size", pa.int64(), nullable=False),
         pa.field("remaining_log_size", pa.int64(), nullable=False),
@@ -409,17 +409,15 @@ class PreviewModel:
         def nullable_min(a: npt.NDArray[np.int64]) -> pa.Array:
             return pa.array(a, pa.int64(), mask=a == _I64_MAX)
 
-        comp_off = np.concatenate([[0], np.cumsum(prefix)]).astype(np.int32)
-        rem_off = np.concatenate([[0], np.cumsum(remaining)]).astype(np.int32)
         mask_arr = pa.array(compacted_row, pa.bool_())
-        # One gather puts every compacted name first and every remaining one after, each group in slice order; the
-        # two list columns are zero-copy slices of it (a million names are copied once, not twice).
-        order = np.concatenate([np.flatnonzero(compacted_row), np.flatnonzero(~compacted_row)])
-        names = self._names.take(pa.array(order))
-        n_comp = int(comp_off[-1])
-        comp_names = pa.ListArray.from_arrays(pa.array(comp_off), names.slice(0, n_comp))
-        rem_names = pa.ListArray.from_arrays(pa.array(rem_off), names.slice(n_comp))
+        # A slice's compacted logs are a prefix of its rows and its remaining logs the rest: both list columns are
+        # views (offset, size) over the one array of names, so no name is copied at any threshold.
         i32 = np.int32
+        comp_start = self._start.astype(i32)
+        comp_names = pa.ListViewArray.from_arrays(pa.array(comp_start), pa.array(prefix.astype(i32)), self._names)
+        rem_names = pa.ListViewArray.from_arrays(
+            pa.array(comp_start + prefix.astype(i32)), pa.array(remaining.astype(i32)), self._names
+        )
         per_slice = pa.Table.from_arrays(
             [
                 self._meta.column("slice_index"),
