@@ -180,6 +180,36 @@ def spurious_attempts(blocks: Sequence[tuple[str | None, int | None]]) -> set[in
     return out
 
 
+def _block_signature(blk: LogBlock) -> tuple[object, ...]:
+    return (blk.offset, blk.size, blk.block_type, blk.content_length, frozenset(blk.header.items()))
+
+
+def repeated_logs(per_log: Sequence[tuple[LogFile, Sequence[LogBlock]]]) -> set[str]:
+    """Paths of the logs of one slice (in replay order, with their blocks) that repeat an earlier log: their blocks
+    are the first blocks of an earlier log named with another instant, headers (``INSTANT_TIME``) included.
+
+    That is a partial-compaction link read beside its target. A pending compaction's slice is read merged with the
+    slice before it (``getLatestMergedFileSlicesBeforeOrOn``), and its links are copies (or symlinks) of that slice's
+    remaining logs. Replayed a second time after every later log, they undid what a later write had done: a key a
+    commit-time delete had ended came back when a run stopped after making some of its links, and a write that
+    landed in the old slice was overwritten by the replay of the logs before it. A link replays its target's blocks
+    once, where the target is. Two logs named with the same instant (one write's) are never taken for copies, and a
+    writer's own log holds blocks of its own instant, so it never matches a log of another write.
+    """
+    out: set[str] = set()
+    by_first: dict[tuple[object, ...], list[tuple[LogFile, tuple[tuple[object, ...], ...]]]] = {}
+    for lf, blocks in per_log:
+        if not blocks:
+            continue
+        sig = tuple(_block_signature(b) for b in blocks)
+        earlier = by_first.setdefault(sig[0], [])
+        if any(o.instant != lf.instant and o_sig[: len(sig)] == sig for o, o_sig in earlier):
+            out.add(lf.path)
+            continue
+        earlier.append((lf, sig))
+    return out
+
+
 def _attempt(blk: LogBlock) -> int | None:
     ident = blk.block_identifier
     return ident[0] if ident is not None else None
@@ -192,14 +222,19 @@ def select_log_blocks(
 
     ``scanned`` holds logs the caller scanned already (:func:`scan_logs`); the others are scanned here.
     """
-    queue: list[QueuedBlock] = []
+    per_log: list[tuple[LogFile, list[LogBlock]]] = []
     for lf in log_files:
         known = scanned.get(lf.path) if scanned is not None else None
         if known is not None:
-            blocks = known
+            per_log.append((lf, known))
         else:
             with ctx.storage.open_input(lf.path) as f:
-                blocks = list(scan_log_blocks(f, lf.size, lf.path))
+                per_log.append((lf, list(scan_log_blocks(f, lf.size, lf.path))))
+    repeated = repeated_logs(per_log)
+    queue: list[QueuedBlock] = []
+    for lf, blocks in per_log:
+        if lf.path in repeated:
+            continue
         for blk in blocks:
             if blk.is_corrupt:
                 continue

@@ -117,6 +117,31 @@ def test_rollback_of_a_crashed_compaction_keeps_a_write_committed_into_the_new_s
     same(rs(tt.t.path), tt.expected(), "hudi-rs after the re-run")
 
 
+@pytest.mark.parametrize("link_mode", ["copy", "symlink"])
+def test_a_run_stopped_among_its_links_brings_no_deleted_key_back(tmp_path: Path, link_mode: str) -> None:
+    """While a compaction is pending its slice is read merged with the one before it, links included: a link
+    replayed its target's blocks a second time, after every later log. With only some links made (a run stopped
+    among its execute-time links), k's upsert replayed after k's commit-time delete and the key came back; a write
+    of k into the old slice would be undone the same way. A link is now read once, where its target is."""
+    tt = Tracked(make(tmp_path / "t", "event_time"), "event_time")
+    tt.upsert(batch(["x"], 1, 1))  # the prefix: event time 1 <= T
+    tt.upsert(batch(["k"], 500, 500))  # linked
+    tt.delete(dels(["k"]))  # linked: a commit-time delete ends k
+    c = tt.t.compaction.schedule(strategy(100), link_mode=link_mode, link_timing="execute", now_ms=NOW)
+    assert c is not None and len(c.links) == 2
+    assert_killed(run_child(Path(tt.t.path), "links.after_link", "run", c.instant))  # k's log linked, not the delete
+    made = [f for f in os.listdir(tmp_path / "t") if f"_{c.instant}.log." in f]
+    assert len(made) == 1, made
+    tt.t.refresh()
+    same(tt.t.read(), tt.expected(), "ours while the stopped run is pending")
+    assert tt.t.read("incremental", begin="000")["id"].to_pylist() == ["x"]
+    tt.upsert(batch(["k"], 200, 200))  # k again, lower than the deleted 500: the commit-time delete reset k
+    same(tt.t.read(), tt.expected(), "ours after a write while the stopped run is pending")
+    tt.t.compaction.run(c)
+    same(tt.t.read(), tt.expected(), "ours after the run")
+    same(rs(tt.t.path), tt.expected(), "hudi-rs after the run")
+
+
 def test_a_run_remakes_a_missing_schedule_time_link_instead_of_committing_without_it(tmp_path: Path) -> None:
     tt = Tracked(make(tmp_path / "t"), "commit_time")
     tt.upsert(batch(["a"], 1, 1))
