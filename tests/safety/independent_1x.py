@@ -75,7 +75,7 @@ import pyarrow.parquet as pq
 import evt_toolkit as evt
 from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
 from evt_toolkit.compaction.strategy import UnBoundedCompactionStrategy
-from evt_toolkit.errors import EvtError, ReadError
+from evt_toolkit.errors import EvtError, ReadError, StorageError
 from evt_toolkit.storage.fs import TableStorage
 from evt_toolkit.table.metadata_table import read_files_partition
 from evt_toolkit.write.task import write_file_group
@@ -1096,7 +1096,15 @@ class Sequence:
             if target in tl.completed and not any("rollback" in a for s in tl.pending.values() for a in s):
                 return
             if target in tl.completed or target in tl.pending:
-                self.handle().rollback(target)
+                for attempt in range(4):
+                    try:
+                        self.handle().rollback(target)
+                        break
+                    except StorageError as e:
+                        # Through the proxy an answer can be lost again: the rollback stays pending, and is resumed.
+                        if self.proxy is None or attempt == 3:
+                            raise
+                        self.note(f"  resuming the rollback of {target} failed ({str(e)[:80]}); again")
                 self.note(f"  rollback of {target} resumed")
             w = next(w for w in writes if w.requested == target)
             if w in self.oracle.writes:
