@@ -184,6 +184,13 @@ def _block_signature(blk: LogBlock) -> tuple[object, ...]:
     return (blk.offset, blk.size, blk.block_type, blk.content_length, frozenset(blk.header.items()))
 
 
+def _repeats(blocks: Sequence[LogBlock], earlier: Sequence[LogBlock]) -> bool:
+    """Whether ``blocks`` are the first blocks of ``earlier``, headers included."""
+    return len(blocks) <= len(earlier) and all(
+        _block_signature(a) == _block_signature(b) for a, b in zip(blocks, earlier, strict=False)
+    )
+
+
 def repeated_logs(per_log: Sequence[tuple[LogFile, Sequence[LogBlock]]]) -> set[str]:
     """Paths of the logs of one slice (in replay order, with their blocks) that repeat an earlier log: their blocks
     are the first blocks of an earlier log named with another instant, headers (``INSTANT_TIME``) included.
@@ -197,16 +204,18 @@ def repeated_logs(per_log: Sequence[tuple[LogFile, Sequence[LogBlock]]]) -> set[
     writer's own log holds blocks of its own instant, so it never matches a log of another write.
     """
     out: set[str] = set()
-    by_first: dict[tuple[object, ...], list[tuple[LogFile, tuple[tuple[object, ...], ...]]]] = {}
+    # Logs are compared only when their first blocks agree on size, type, content length and instant: a link and
+    # its target, or two logs of one write; any other slice costs one small tuple per log.
+    seen: dict[tuple[object, ...], list[tuple[LogFile, Sequence[LogBlock]]]] = {}
     for lf, blocks in per_log:
         if not blocks:
             continue
-        sig = tuple(_block_signature(b) for b in blocks)
-        earlier = by_first.setdefault(sig[0], [])
-        if any(o.instant != lf.instant and o_sig[: len(sig)] == sig for o, o_sig in earlier):
+        b0 = blocks[0]
+        earlier = seen.setdefault((b0.size, b0.block_type, b0.content_length, b0.instant_time), [])
+        if any(o.instant != lf.instant and _repeats(blocks, o_blocks) for o, o_blocks in earlier):
             out.add(lf.path)
             continue
-        earlier.append((lf, sig))
+        earlier.append((lf, blocks))
     return out
 
 
