@@ -36,7 +36,7 @@ def _rs_incremental(path: str, begin: str, end: str) -> pa.Table:
     return pa.Table.from_batches(batches) if batches else pa.table({c: pa.array([], pa.int64()) for c in COLUMNS})
 
 
-def _rs_window(path: str, begin: str, end: str) -> pa.Table:
+def _rs_at_end(path: str, begin: str, end: str) -> pa.Table:
     """hudi-rs's snapshot as of ``end``, kept where ``begin < _hoodie_commit_time <= end``: what a window answers.
 
     hudi-rs's own incremental query merges only the window's blocks, so it also returns a window record that lost
@@ -86,7 +86,7 @@ def test_incremental_and_time_travel_across_compaction_and_clean(
     for begin, end in windows:
         ours = t.read("incremental", begin=begin, end=end)
         _no_duplicate_keys(ours, f"({begin}, {end}]")
-        same(ours, _rs_window(t.path, begin, end), f"incremental ({begin}, {end}] vs hudi-rs as of its end")
+        same(ours, _rs_at_end(t.path, begin, end), f"incremental ({begin}, {end}] vs hudi-rs as of its end")
         if merge_mode == "commit_time":  # the latest record wins: merging the window's blocks alone agrees
             same(ours, _rs_incremental(t.path, begin, end), f"incremental ({begin}, {end}] vs hudi-rs")
         times = set(ours["_hoodie_commit_time"].to_pylist())
@@ -105,7 +105,7 @@ def test_incremental_and_time_travel_across_compaction_and_clean(
     for begin, end in [(writes[-2], writes[-1]), (late, after)]:
         ours = t.read("incremental", begin=begin, end=end)
         _no_duplicate_keys(ours, f"after clean ({begin}, {end}]")
-        same(ours, _rs_window(t.path, begin, end), f"after clean: incremental ({begin}, {end}] vs hudi-rs")
+        same(ours, _rs_at_end(t.path, begin, end), f"after clean: incremental ({begin}, {end}] vs hudi-rs")
         if merge_mode == "commit_time":
             same(ours, _rs_incremental(t.path, begin, end), f"after clean: incremental ({begin}, {end}] vs hudi-rs")
     snap = t.read()
