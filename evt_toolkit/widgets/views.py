@@ -830,8 +830,8 @@ class CompactionRunner(_WidgetBase):
         try:
             self.model.run(progress=self._on_progress)
         finally:
-            # Interrupted too: the buttons show what the model's state allows (unschedule a failed run).
-            self._set_busy(False)
+            # Interrupted too: the buttons show what the model's state allows (unschedule a failed run), set
+            # once by _render — never all enabled in between.
             if self.model.state == "done":
                 self.progress.value = self.progress.max
             self._render()

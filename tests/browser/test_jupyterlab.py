@@ -15,7 +15,6 @@ also written to ``docs/images/``.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -101,6 +100,17 @@ def _wait_for_change(read: Callable[[], Any], before: Any, what: str) -> Any:
     return value
 
 
+def _wait_until(read: Callable[[], Any], ok: Callable[[Any], bool], what: str) -> Any:
+    """The first value ``ok`` accepts: each widget's DOM is updated on its own, so the page passes through mixes."""
+    deadline = time.monotonic() + CHANGE_TIMEOUT_S
+    value = read()
+    while not ok(value) and time.monotonic() < deadline:
+        time.sleep(0.25)
+        value = read()
+    assert ok(value), f"{what} not reached within {CHANGE_TIMEOUT_S:.0f} s (last seen {str(value)[:300]})"
+    return value
+
+
 def _viewport_screenshot(page: Any, element: Any, path: Path) -> None:
     """JupyterLab as the user sees it, scrolled so that ``element`` starts at the top of the notebook."""
     element.evaluate("el => el.scrollIntoView({block: 'start'})")
@@ -159,9 +169,12 @@ def test_threshold_slider_updates_totals_and_chart(page: Any, lab_server: LabSer
     totals_after = _wait_for_change(read_totals, totals_before, "the totals after moving the slider to its minimum")
     logs_min = _selected_logs(totals_after)
     assert logs_min < logs_before, (logs_min, logs_before)
-    chart_after = _wait_for_change(read_chart, chart_before, "the chart after moving the slider")
-    assert chart_after["data"] != chart_before["data"], "plotly trace data unchanged"
-    assert chart_after["bars"] != chart_before["bars"], "SVG bars unchanged"
+    # Plotly's trace data and its SVG bars change one after the other: wait for both.
+    chart_after = _wait_until(
+        read_chart,
+        lambda c: c["data"] != chart_before["data"] and c["bars"] != chart_before["bars"],
+        "the chart's plotly trace data and SVG bars after moving the slider",
+    )
 
     handle.press("End")  # T to the latest min event time: every log with data selected
     totals_max = _wait_for_change(read_totals, totals_after, "the totals after moving the slider to its maximum")
@@ -316,19 +329,26 @@ def test_runner_buttons_follow_the_state(page: Any, lab_server: LabServer, scree
     runner = page.locator(".evt-runner").first
     runner.wait_for(state="visible")
 
-    def states() -> str:
-        return json.dumps(
-            {c: _button(runner, f"evt-runner-{c}") for c in ("schedule", "run", "validate", "unschedule")}
+    def states() -> dict[str, dict[str, bool]]:
+        return {c: _button(runner, f"evt-runner-{c}") for c in ("schedule", "run", "validate", "unschedule")}
+
+    def is_new(s: dict[str, dict[str, bool]]) -> bool:
+        return s["schedule"] == {"disabled": False, "primary": True} and all(
+            s[c]["disabled"] for c in ("run", "validate", "unschedule")
         )
 
-    first = json.loads(states())
-    assert first["schedule"] == {"disabled": False, "primary": True}, first
-    assert all(first[c]["disabled"] for c in ("run", "validate", "unschedule")), first
+    def is_scheduled(s: dict[str, dict[str, bool]]) -> bool:
+        return (
+            s["schedule"]["disabled"]
+            and s["run"] == {"disabled": False, "primary": True}
+            and not s["unschedule"]["disabled"]
+            and not s["validate"]["disabled"]
+        )
+
+    _wait_until(states, is_new, "the runner's buttons before anything is scheduled")
     runner.scroll_into_view_if_needed()
     runner.locator("button.evt-runner-schedule").click()
-    scheduled = json.loads(_wait_for_change(states, json.dumps(first), "the runner's buttons after Schedule"))
-    assert scheduled["schedule"]["disabled"] and scheduled["run"] == {"disabled": False, "primary": True}, scheduled
-    assert not scheduled["unschedule"]["disabled"] and not scheduled["validate"]["disabled"]
+    _wait_until(states, is_scheduled, "the runner's buttons after Schedule (Run primary, Schedule disabled)")
     assert "state: scheduled" in runner.locator(".evt-runner-status").inner_text()
     shot = screenshots / "runner_scheduled_lab.png"
     _viewport_screenshot(page, runner, shot)
@@ -340,7 +360,10 @@ def test_runner_buttons_follow_the_state(page: Any, lab_server: LabServer, scree
         arg=runner.locator(".evt-runner-status").element_handle(),
         timeout=RUN_TIMEOUT_MS,
     )
-    done = json.loads(states())
-    assert done["run"]["disabled"] and done["unschedule"]["disabled"] and not done["schedule"]["disabled"], done
+    _wait_until(
+        states,
+        lambda s: s["run"]["disabled"] and s["unschedule"]["disabled"] and not s["schedule"]["disabled"],
+        "the runner's buttons after the run (Schedule enabled, Run and Unschedule disabled)",
+    )
     freshness = runner.locator(".evt-runner-freshness").inner_text()
     assert "every event ≤ 2013-01-05" in freshness, freshness
