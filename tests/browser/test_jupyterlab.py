@@ -90,16 +90,6 @@ def _open_and_run_all(page: Any, server: LabServer, notebook: str) -> None:
     assert not failures, f"{notebook} raised: {failures}"
 
 
-def _wait_for_change(read: Callable[[], Any], before: Any, what: str) -> Any:
-    deadline = time.monotonic() + CHANGE_TIMEOUT_S
-    value = read()
-    while value == before and time.monotonic() < deadline:
-        time.sleep(0.25)
-        value = read()
-    assert value != before, f"{what} did not change within {CHANGE_TIMEOUT_S:.0f} s (still {str(before)[:300]})"
-    return value
-
-
 def _wait_until(read: Callable[[], Any], ok: Callable[[Any], bool], what: str) -> Any:
     """The first value ``ok`` accepts: each widget's DOM is updated on its own, so the page passes through mixes."""
     deadline = time.monotonic() + CHANGE_TIMEOUT_S
@@ -109,6 +99,11 @@ def _wait_until(read: Callable[[], Any], ok: Callable[[Any], bool], what: str) -
         value = read()
     assert ok(value), f"{what} not reached within {CHANGE_TIMEOUT_S:.0f} s (last seen {str(value)[:300]})"
     return value
+
+
+def _wait_for_change(read: Callable[[], Any], before: Any, what: str) -> Any:
+    """The first value other than ``before`` (for what changes as a whole: one widget's text, one table's order)."""
+    return _wait_until(read, lambda value: value != before, f"a change of {what}")
 
 
 def _viewport_screenshot(page: Any, element: Any, path: Path) -> None:
