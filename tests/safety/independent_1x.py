@@ -859,6 +859,18 @@ class Sequence:
         self.failed.remove(f)
         self.note(f"rollback failed {f}")
 
+    def resume_rollback(self, target: str) -> None:
+        """Roll ``target`` back, finishing a rollback of it that began. Through the proxy an answer can be lost again
+        (the rollback stays pending): it is resumed, up to four times in all."""
+        for attempt in range(4):
+            try:
+                self.handle().rollback(target)
+                return
+            except StorageError as e:
+                if self.proxy is None or attempt == 3:
+                    raise
+                self.note(f"  resuming the rollback of {target} failed ({str(e)[:80]}); again")
+
     def op_rollback_last(self) -> None:
         tl = self.store.timeline()
         ours = [w for w in self.oracle.writes]
@@ -875,7 +887,7 @@ class Sequence:
                 # An answer lost on the way: the rollback began; it is finished before anything reads. (The pending
                 # rollback may be another instant's, left by an earlier failure: then this one is refused again.)
                 with contextlib.suppress(EvtError):
-                    self.handle().rollback(w.requested)
+                    self.resume_rollback(w.requested)
                 tl2 = self.store.timeline()
             if w.requested in tl2.completed:
                 return
@@ -1096,15 +1108,7 @@ class Sequence:
             if target in tl.completed and not any("rollback" in a for s in tl.pending.values() for a in s):
                 return
             if target in tl.completed or target in tl.pending:
-                for attempt in range(4):
-                    try:
-                        self.handle().rollback(target)
-                        break
-                    except StorageError as e:
-                        # Through the proxy an answer can be lost again: the rollback stays pending, and is resumed.
-                        if self.proxy is None or attempt == 3:
-                            raise
-                        self.note(f"  resuming the rollback of {target} failed ({str(e)[:80]}); again")
+                self.resume_rollback(target)
                 self.note(f"  rollback of {target} resumed")
             w = next(w for w in writes if w.requested == target)
             if w in self.oracle.writes:
