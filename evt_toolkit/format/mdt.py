@@ -39,7 +39,7 @@ from evt_toolkit.errors import MetadataTableError
 from evt_toolkit.format.hfile import GZIP_OS_UNKNOWN, encode_hfile, read_hfile
 from evt_toolkit.format.log_writer import META_FIELDS, encode_block
 from evt_toolkit.format.logfile import BlockType, HeaderKey
-from evt_toolkit.format.metadata import encode_avro_container, load_schema
+from evt_toolkit.format.metadata import encode_avro_container, encode_commit_metadata_avro, load_schema
 
 __all__ = [
     "ALL_PARTITIONS_KEY",
@@ -305,28 +305,6 @@ def schema_without_meta_fields(schema_json: str) -> str:
 
 # -- metadata-table timeline files ----------------------------------------------------------------------------------
 
-_ZERO_STAT_FIELDS = (
-    "numDeletes",
-    "totalWriteErrors",
-    "totalLogRecords",
-    "totalUpdatedRecordsCompacted",
-    "numInserts",
-    "totalLogBlocks",
-    "totalCorruptLogBlock",
-    "totalRollbackBlocks",
-    "logOffset",
-    "totalLogFilesCompacted",
-    "totalLogReadTimeMs",
-    "totalLogSizeCompacted",
-    "numUpdates",
-)
-
-
-def _write_stat_fields() -> list[str]:
-    schema = json.loads(load_schema("HoodieCommitMetadata"))
-    stats_map = next(f for f in schema["fields"] if f["name"] == "partitionToWriteStats")["type"][1]
-    return [f["name"] for f in stats_map["values"]["items"]["fields"]]
-
 
 def encode_mdt_deltacommit(
     instant: str,
@@ -351,44 +329,34 @@ def encode_mdt_deltacommit(
         upsert_time_ms: ``runtimeStats.totalUpsertTime``.
         sync_marker: Avro sync marker (random by default).
     """
-    stat: dict[str, Any] = dict.fromkeys(_write_stat_fields())
-    stat.update(dict.fromkeys(_ZERO_STAT_FIELDS, 0))
-    stat.update(
-        {
-            "fileId": FILES_FILE_ID,
-            "path": log_path,
-            "prevCommit": instant,
-            "numWrites": num_records,
-            "numUpdateWrites": num_records,
-            "totalWriteBytes": log_size,
-            "partitionPath": FILES,
-            "fileSizeInBytes": log_size,
-            "logVersion": 1,
-            "baseFile": "",
-            "logFiles": [log_path.rsplit("/", 1)[-1]],
-            "runtimeStats": {"totalScanTime": 0, "totalCreateTime": 0, "totalUpsertTime": upsert_time_ms},
-        }
-    )
-    record = {
+    stat = {
+        "fileId": FILES_FILE_ID,
+        "path": log_path,
+        "prevCommit": instant,
+        "numWrites": num_records,
+        "numUpdateWrites": num_records,
+        "totalWriteBytes": log_size,
+        "partitionPath": FILES,
+        "fileSizeInBytes": log_size,
+        "logVersion": 1,
+        "logOffset": 0,  # HoodieDeltaWriteStat's primitive long
+        "baseFile": "",
+        "logFiles": [log_path.rsplit("/", 1)[-1]],
+        "runtimeStats": {"totalScanTime": 0, "totalCreateTime": 0, "totalUpsertTime": upsert_time_ms},
+    }
+    meta = {
         "partitionToWriteStats": {FILES: [stat]},
         "compacted": False,
         "extraMetadata": {"schema": schema_without_meta_fields(schema_json)},
-        "version": None,
         "operationType": MDT_OPERATION,
     }
-    return encode_avro_container(record, load_schema("HoodieCommitMetadata"), sync_marker=sync_marker)
+    return encode_commit_metadata_avro(meta, sync_marker=sync_marker)
 
 
 def encode_mdt_inflight(*, sync_marker: bytes | None = None) -> bytes:
     """The metadata-table ``.deltacommit.inflight``: an empty workload profile (what every fixture holds)."""
-    record = {
-        "partitionToWriteStats": {},
-        "compacted": False,
-        "extraMetadata": {},
-        "version": None,
-        "operationType": MDT_OPERATION,
-    }
-    return encode_avro_container(record, load_schema("HoodieCommitMetadata"), sync_marker=sync_marker)
+    meta = {"partitionToWriteStats": {}, "compacted": False, "extraMetadata": {}, "operationType": MDT_OPERATION}
+    return encode_commit_metadata_avro(meta, sync_marker=sync_marker)
 
 
 def encode_rollback_plan(
