@@ -216,10 +216,15 @@ def test_inspector_table_sorts_and_opens_a_header(page: Any, lab_server: LabServ
     inspector.locator(".evt-inspector-sort").scroll_into_view_if_needed()
     _select(page, inspector.locator(".evt-inspector-sort"), "min event time")
     inspector.locator(".evt-inspector-descending").click()
-    after = _wait_for_change(lambda: _row_keys(blocks), before, "the block table after sorting by min event time")
+    # The choice of column and the click on "descending" each redraw the table: wait for the second redraw (its
+    # header marks the column descending) before reading the rows, or the ascending order may be read.
+    _wait_until(
+        lambda: blocks.locator("th").all_inner_texts(),
+        lambda head: any(h.startswith("min event time") and h.endswith("▼") for h in head),
+        "the block table's header to mark min event time descending",
+    )
+    after = _row_keys(blocks)
     assert sorted(after) == sorted(before) and after[0] != before[0]
-    head = blocks.locator("th").all_inner_texts()
-    assert any(h.startswith("min event time") and h.endswith("▼") for h in head), head
     first_row = blocks.locator("tr.evt-block-row").first.inner_text()
     assert "2013-01-08" in first_row, first_row  # the latest minimum of the week comes first
 
