@@ -4,11 +4,12 @@ One synthetic table (``build_synthetic_table`` with ``min_event_time_header=True
 in its latest slices. Three ways to get each log file's minimum event time, each timed (median of repeats, min and
 max beside it) with the bytes it reads, and the physical floor of the first one:
 
-* **header**: ``scan_log_blocks`` reads each block's magic, sizes and headers and skips the content; the
-  ``MIN_EVENT_TIME`` header holds the answer;
-* **io_floor**: the I/O the header scan cannot avoid — a plain loop that opens each log (through the same storage
-  layer) and reads exactly the byte ranges holding block framing, headers and footers (coalesced where adjacent,
-  computed beforehand), parsing nothing;
+* **header**: the toolkit's scan (``storage.log_blocks.scan_logs``, as planning and snapshot reads call it)
+  reads each block's magic, sizes and headers and skips the content (a small log is read whole, in one call);
+  the ``MIN_EVENT_TIME`` header holds the answer;
+* **io_floor**: the I/O the header scan cannot avoid — a plain loop that opens each log with the plainest system
+  calls (``os.open``, one ``os.pread`` per range, ``os.close``; no file object) and reads exactly the byte ranges
+  holding block framing, headers and footers (coalesced where adjacent, computed beforehand), parsing nothing;
 * **write_stats**: the ``minEventTime`` of each log file's ``HoodieWriteStat`` in the completed deltacommits
   (reads the commit files on the timeline, not the logs);
 * **decode**: read every data block's content, decode it to Arrow and take the minimum of the event-time column.
@@ -17,7 +18,7 @@ The methods run interleaved, one round of each per repeat (the header scan and t
 rounds per repeat), so a burst of load on the shared machine hits all of them alike. The process CPU time of the
 header scan and of the floor is recorded too (``header_cpu_s / io_floor_cpu_s``, for information: other processes'
 load does not move it). The three answers are compared log file by log file (``agree``). Bytes are counted in a separate
-untimed pass, so the timed runs read through the storage layer's own file objects with no wrapper.
+untimed pass, so the timed runs read with no wrapper.
 Run: ``python -m bench.b1_min_event_time``.
 """
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import os
 import shutil
 import tempfile
 import time
@@ -44,6 +46,7 @@ from evt_toolkit.format.log_content import read_block_records
 from evt_toolkit.format.logfile import BlockType, scan_log_blocks
 from evt_toolkit.format.metadata import decode_commit_metadata
 from evt_toolkit.format.records import CommitMetadata
+from evt_toolkit.storage.log_blocks import scan_logs
 
 Method = Callable[[HudiTable, list[Any], bool], tuple[dict[str, int | None], int]]
 
@@ -138,16 +141,24 @@ def _bytes_read(f: Any) -> int:
 
 
 def by_header(t: HudiTable, logs: list[Any], counting: bool = False) -> tuple[dict[str, int | None], int]:
+    """The toolkit's header scan (``storage.log_blocks.scan_logs``, what planning and snapshot reads use).
+
+    The counting pass reads each log through a byte-counting stream instead, with the same parser: a small log is read
+    whole either way, a larger one window by window.
+    """
     out: dict[str, int | None] = {}
+    storage = t.storage
     read = 0
-    # The timed loop is as bare as the floor's: open, scan, answer; the counting pass wraps each file instead.
-    open_input = (lambda path: CountingReader(t.storage.open_input(path))) if counting else t.storage.open_input
-    for lf in logs:
-        with open_input(lf.path) as f:
-            blocks = scan_log_blocks(f, lf.size, lf.path)
-            mins = [m for b in blocks if b.is_data and (m := b.min_event_time_header) is not None]
-            if counting:
+    if counting:
+        scans: Any = []
+        for lf in logs:
+            with CountingReader(storage.open_input(lf.path)) as f:
+                scans.append(list(scan_log_blocks(f, lf.size, lf.path)))
                 read += f.bytes_read
+    else:  # the timed loop is as bare as the floor's: read, scan, answer
+        scans = scan_logs(storage, [(lf.path, lf.size) for lf in logs])
+    for lf, blocks in zip(logs, scans, strict=True):
+        mins = [m for b in blocks if b.is_data and (m := b.min_event_time_header) is not None]
         out[lf.name] = min(mins) if mins else None
     return out, read
 
@@ -180,8 +191,22 @@ def header_ranges(t: HudiTable, logs: list[Any]) -> tuple[Ranges, int]:
 
 
 def io_floor(t: HudiTable, ranges: Ranges) -> int:
-    """Open every log and read exactly its header ranges, one positional read each; returns the bytes read."""
+    """Open every log and read exactly its header ranges, one positional read each; returns the bytes read.
+
+    On a local disk with the plainest calls there are (``os.open``, ``os.pread``, ``os.close``: no file object), so
+    the floor is the system's cost, not the storage layer's.
+    """
     read = 0
+    if t.storage.is_local:
+        full = t.storage.full_path
+        for path, rs in ranges:
+            fd = os.open(full(path), os.O_RDONLY)
+            try:
+                for off, n in rs:
+                    read += len(os.pread(fd, n, off))
+            finally:
+                os.close(fd)
+        return read
     open_input = t.storage.open_input
     for path, rs in ranges:
         with open_input(path) as f:

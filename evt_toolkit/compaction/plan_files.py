@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING
 
 from evt_toolkit.compaction.merge_task import partition_listing
 from evt_toolkit.errors import PlanValidationError
-from evt_toolkit.format.logfile import BlockType, LogBlock, scan_log_blocks
+from evt_toolkit.format.logfile import BlockType, LogBlock
 from evt_toolkit.format.names import REQUESTED, LogFileName
+from evt_toolkit.storage.log_blocks import scan_logs
 from evt_toolkit.table.timeline import COMPACTION
 
 if TYPE_CHECKING:
@@ -206,9 +207,7 @@ def unmergeable_blocks(
     timeline = table.timeline
     logs = list(logs)
     table.storage.prefetch([path for path, _ in logs])  # on object stores: fetched in parallel, not one by one
-    for path, size in logs:
-        with table.storage.open_input(path) as f:
-            blocks = list(scan_log_blocks(f, size, path))
+    for (path, size), blocks in zip(logs, scan_logs(table.storage, logs), strict=True):
         if scans is not None:
             scans[(path, size)] = blocks
         rolled_back = {b.target_instant_time for b in blocks if b.block_type is BlockType.COMMAND}

@@ -38,7 +38,7 @@ from evt_toolkit.format.log_content import (
     decode_data_block,
     decode_delete_block,
 )
-from evt_toolkit.format.logfile import BlockType, LogBlock, read_block_content, scan_log_blocks
+from evt_toolkit.format.logfile import BlockType, LogBlock, read_block_content
 from evt_toolkit.read.conform import conform, conform_runs, require_columns
 from evt_toolkit.read.keys import derive_record_keys
 from evt_toolkit.read.merge import (
@@ -55,6 +55,7 @@ from evt_toolkit.read.merge import (
     soft_commit_time_deletes,
 )
 from evt_toolkit.storage.fs import TableStorage
+from evt_toolkit.storage.log_blocks import scan_logs as scan_log_files
 from evt_toolkit.table.fs_view import BaseFile, FileSlice, LogFile
 
 COMMIT_TIME_FIELD = "_hoodie_commit_time"
@@ -123,15 +124,11 @@ def scan_logs(
     path and size is not read again (a scan depends only on the file's first ``size`` bytes, and a log is only ever
     appended to).
     """
-    out: dict[str, list[LogBlock]] = {}
-    for lf in log_files:
-        hit = known.get((lf.path, lf.size)) if known is not None else None
-        if hit is not None:
-            out[lf.path] = hit
-            continue
-        with storage.open_input(lf.path) as f:
-            out[lf.path] = list(scan_log_blocks(f, lf.size, lf.path))
-    return out
+    logs = list(log_files)
+    hits = [known.get((lf.path, lf.size)) if known is not None else None for lf in logs]
+    todo = [(lf.path, lf.size) for lf, hit in zip(logs, hits, strict=True) if hit is None]
+    read = iter(scan_log_files(storage, todo))
+    return {lf.path: hit if hit is not None else next(read) for lf, hit in zip(logs, hits, strict=True)}
 
 
 def rolled_back_corrupt_blocks(blocks: Iterable[LogBlock]) -> set[tuple[str, int]]:
@@ -231,14 +228,10 @@ def select_log_blocks(
 
     ``scanned`` holds logs the caller scanned already (:func:`scan_logs`); the others are scanned here.
     """
-    per_log: list[tuple[LogFile, list[LogBlock]]] = []
-    for lf in log_files:
-        known = scanned.get(lf.path) if scanned is not None else None
-        if known is not None:
-            per_log.append((lf, known))
-        else:
-            with ctx.storage.open_input(lf.path) as f:
-                per_log.append((lf, list(scan_log_blocks(f, lf.size, lf.path))))
+    hits = [scanned.get(lf.path) if scanned is not None else None for lf in log_files]
+    todo = [(lf.path, lf.size) for lf, hit in zip(log_files, hits, strict=True) if hit is None]
+    read = iter(scan_log_files(ctx.storage, todo))
+    per_log = [(lf, hit if hit is not None else next(read)) for lf, hit in zip(log_files, hits, strict=True)]
     repeated = repeated_logs(per_log)
     queue: list[QueuedBlock] = []
     for lf, blocks in per_log:

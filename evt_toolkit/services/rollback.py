@@ -52,7 +52,7 @@ from evt_toolkit.compaction.schedule import abandoned_schedules, remove_abandone
 from evt_toolkit.errors import EvtError, LogFormatError, StorageError
 from evt_toolkit.faults import fault_point
 from evt_toolkit.format.log_writer import encode_rollback_command_block
-from evt_toolkit.format.logfile import BlockType, scan_log_blocks
+from evt_toolkit.format.logfile import BlockType
 from evt_toolkit.format.names import COMPLETED, INFLIGHT, REQUESTED, BaseFileName, LogFileName
 from evt_toolkit.format.ownership import LOG, RUN, WRITE
 from evt_toolkit.format.records import (
@@ -73,7 +73,7 @@ from evt_toolkit.services.rollback_planner import (
     plan_deltacommit_rollback,
 )
 from evt_toolkit.storage.links import delete_link_or_file, held_by_another_file
-from evt_toolkit.storage.log_blocks import read_block_instants, unreadable_log
+from evt_toolkit.storage.log_blocks import read_block_instants, scan_log, unreadable_log
 from evt_toolkit.storage.ownership import drop_ownership, owned_files
 from evt_toolkit.table.fs_view import Listing, list_table_files
 from evt_toolkit.table.guards import TABLE_SERVICE_VERSIONS, has_metadata_table, require_writable
@@ -352,10 +352,9 @@ def _write_command_block(
         if facts is None or rollback_instant not in facts.block_instants:
             continue
         try:
-            with storage.open_input(rel) as f:
-                for b in scan_log_blocks(f, facts.size, storage.full_path(rel)):
-                    if b.block_type is BlockType.COMMAND and b.target_instant_time == target:
-                        return rel, facts.size  # written before a crash: do not write it twice
+            for b in scan_log(storage, rel, facts.size, full_paths=True):
+                if b.block_type is BlockType.COMMAND and b.target_instant_time == target:
+                    return rel, facts.size  # written before a crash: do not write it twice
         except OSError as exc:
             raise _unreadable(storage, storage.full_path(rel), exc) from exc
     versions = [v for p in existing if (parsed := LogFileName.parse(posixpath.basename(p))) for v in [parsed.version]]

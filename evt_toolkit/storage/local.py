@@ -23,17 +23,40 @@ from evt_toolkit.storage.requests import RequestCounter, record
 from evt_toolkit.storage.temporary import temporary_path
 
 
+def _read_local(full: str) -> bytes:
+    """A whole local file with plain system calls: open, fstat, read to the end of the file, close.
+
+    A third of the cost of a buffered ``open().read()`` for the small files header scans read by the thousand (no
+    file object, no buffer). A directory fails the read with ``IsADirectoryError``.
+    """
+    fd = os.open(full, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        size = os.fstat(fd).st_size
+        data = os.read(fd, size + 1)  # one byte more than stated: a file that grew since is read on to its end
+        if len(data) == size:
+            return data
+        chunks = [data]
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 class ArrowBackend:
     """Requests on a ``pyarrow.fs`` file system rooted at ``base_path`` (local paths use ``os`` directly)."""
 
     def __init__(self, fs: pafs.FileSystem, base_path: str, counter: RequestCounter) -> None:
         self.fs = fs
         self.base_path = base_path.rstrip("/") or "/"
+        self._prefix = self.base_path.rstrip("/") + "/"
         self.counter = counter
         self.local = isinstance(fs, pafs.LocalFileSystem)
 
     def full(self, rel: str) -> str:
-        return posixpath.join(self.base_path, rel) if rel else self.base_path
+        if not rel:
+            return self.base_path
+        return rel if rel[0] == "/" else self._prefix + rel  # posixpath.join's result, without its generality
 
     # -- reads --------------------------------------------------------------------------------------------------
     def head(self, rel: str) -> int | None:
@@ -71,8 +94,7 @@ class ArrowBackend:
         full = self.full(rel)
         try:
             if self.local:
-                with open(full, "rb") as fh:
-                    data = fh.read()
+                data = _read_local(full)
             else:
                 with self.fs.open_input_file(full) as f:
                     data = f.read()
@@ -87,6 +109,63 @@ class ArrowBackend:
             raise StorageError(f"cannot read {full}: {exc}") from exc
         record(self.counter, "get", read=len(data))
         return bytes(data)
+
+    def get_local_prefixes(self, items: Sequence[tuple[str, int]]) -> list[bytes | StorageError]:
+        """The first ``n`` bytes of each local file ``(rel, n)``, in order: per file one open, one ``pread``, one
+        close, with no file object (a file shorter than ``n`` gives what it has).
+
+        A file that cannot be read gets its error in place of its bytes (``ObjectNotFoundError`` when it is gone), for
+        the caller to raise when it gets to that file: the files before it are answered as a loop would answer them.
+        """
+        out: list[bytes | StorageError] = []
+        prefix = self._prefix
+        flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
+        read = 0
+        for rel, n in items:
+            full = rel if rel[:1] == "/" else prefix + rel
+            try:
+                fd = os.open(full, flags)
+                try:
+                    data = os.pread(fd, n, 0) if n > 0 else b""
+                finally:
+                    os.close(fd)
+            except FileNotFoundError:
+                out.append(ObjectNotFoundError(f"file not found: {full}"))
+                continue
+            except IsADirectoryError:
+                out.append(StorageError(f"cannot read {full}: it is a directory"))
+                continue
+            except OSError as exc:
+                out.append(StorageError(f"cannot read {full}: {exc}"))
+                continue
+            out.append(data)
+            read += len(data)
+        record(self.counter, "get", len(out), read=read)
+        return out
+
+    def get_local_ranges(self, rel: str, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
+        """Bytes of each ``(start, end)`` range of a local file: one open, one ``pread`` per range (no file object).
+
+        A range past the end of the file comes back short, as a read would.
+        """
+        full = self.full(rel)
+        try:
+            fd = os.open(full, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            try:
+                out = [os.pread(fd, b - a, a) if b > a else b"" for a, b in ranges]
+            finally:
+                os.close(fd)
+        except FileNotFoundError as exc:
+            record(self.counter, "get")
+            raise ObjectNotFoundError(f"file not found: {full}") from exc
+        except IsADirectoryError as exc:
+            record(self.counter, "get")
+            raise StorageError(f"cannot read {full}: it is a directory") from exc
+        except OSError as exc:
+            record(self.counter, "get")
+            raise StorageError(f"cannot read {full}: {exc}") from exc
+        record(self.counter, "get", read=sum(map(len, out)))
+        return out
 
     def open(self, rel: str) -> Any:
         full = self.full(rel)

@@ -86,6 +86,8 @@ def record(counter: RequestCounter | None, op: str, n: int = 1, *, read: int = 0
     if counter is not None:
         counter.add(op, n, read=read, written=written)
     PROCESS.add(op, n, read=read, written=written)
+    if not _ACTIVE:  # nobody counting (the common case): no lock to take
+        return
     with _ACTIVE_LOCK:
         active = list(_ACTIVE)
     for c in active:
