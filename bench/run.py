@@ -357,8 +357,9 @@ def to_markdown(s: dict[str, Any]) -> str:
             + (" (an identical build kept in the work folder, reused)" if tb.get("reused") else "")
             + ". Median [min – max] of the repeats, methods "
             f"interleaved; all three answers agree per log file: **{b['agree']}** (log files holding only delete "
-            "blocks have no event time, hence fewer answered than listed). `io_floor` opens each log and reads "
-            "exactly the byte ranges holding framing, headers and footers, parsing nothing.",
+            "blocks have no event time, hence fewer answered than listed). `io_floor` opens each log with the "
+            "plainest system calls (os.open, one os.pread per range, os.close) and reads exactly the byte ranges "
+            "holding framing, headers and footers, parsing nothing.",
             "",
             "| method | median [min – max] | bytes read | log files answered |",
             "|---|---:|---:|---:|",
