@@ -20,12 +20,39 @@ from evt_toolkit.errors import ObjectNotFoundError, StorageError
 from evt_toolkit.format.logfile import READ_AHEAD, BlockType, LogBlock, scan_log_blocks
 from evt_toolkit.storage.fs import TableStorage
 
-__all__ = ["BlockInstants", "read_block_instants", "scan_log", "scan_logs", "unreadable_log"]
+__all__ = ["BlockInstants", "read_block_instants", "scan_log", "scan_logs", "small_log_bytes", "unreadable_log"]
 
 
 #: Logs whose bytes are read in one call before they are parsed: enough to spread the call's cost, few enough that
 #: their bytes stay in the CPU cache and the allocator's free lists (256 logs of 10 KiB at once cost twice as much).
 _BATCH = 32
+
+
+def small_log_bytes(storage: TableStorage, logs: Sequence[tuple[str, int]]) -> Iterator[bytes | None]:
+    """Per log ``(rel, size)``, in order: its first ``size`` bytes when it is a local log of up to ``READ_AHEAD``
+    bytes, else ``None`` (the caller reads it through :meth:`TableStorage.open_input`).
+
+    The local logs are read ``_BATCH`` at a time with one call (:meth:`TableStorage.read_prefixes`: per log
+    ``os.open``, one ``pread`` of its listed size, ``os.close``). A log that came back shorter than listed is yielded
+    as read. A log that cannot be read raises its error (``ObjectNotFoundError`` when it is gone, else
+    ``StorageError``) when the iteration reaches it, after the logs before it.
+    """
+    if not storage.is_local:
+        for _ in logs:
+            yield None
+        return
+    for start in range(0, len(logs), _BATCH):
+        batch = logs[start : start + _BATCH]
+        small = [item for item in batch if item[1] <= READ_AHEAD]
+        heads = iter(storage.read_prefixes(small) if small else ())
+        for _, size in batch:
+            if size > READ_AHEAD:
+                yield None
+                continue
+            data = next(heads)
+            if isinstance(data, StorageError):
+                raise data
+            yield data
 
 
 def scan_logs(
@@ -35,32 +62,23 @@ def scan_logs(
 
     The one way the toolkit lists logs' blocks on storage (:func:`~evt_toolkit.format.logfile.scan_log_blocks` does
     the parsing). On a local disk the logs of up to ``READ_AHEAD`` bytes — nearly every log of a streaming table —
-    are read ``_BATCH`` at a time with one call (per log: open, one ``pread`` of its listed size, close; no stream
-    object, whose cost per log would exceed the parse); anything else, and every log on an object store (one GET, or
-    none when prefetched, see :meth:`TableStorage.open_input`), goes through a stream. Blocks (and errors) are named
-    by ``rel``, or by the full path with ``full_paths``.
+    are read ``_BATCH`` at a time with one call (:func:`small_log_bytes`; no stream object, whose cost per log would
+    exceed the parse); anything else, and every log on an object store (one GET, or none when prefetched, see
+    :meth:`TableStorage.open_input`), goes through a stream. Blocks (and errors) are named by ``rel``, or by the full
+    path with ``full_paths``.
 
     Raises (when the iteration reaches the log):
         ObjectNotFoundError: the log is gone. StorageError: it cannot be read. LogFormatError: its framing is broken.
     """
-    local = storage.is_local
-    for start in range(0, len(logs), _BATCH):
-        batch = logs[start : start + _BATCH]
-        small = [item for item in batch if item[1] <= READ_AHEAD] if local else []
-        heads = iter(storage.read_prefixes(small) if small else ())
-        for rel, size in batch:
-            name = storage.full_path(rel) if full_paths else rel
-            if local and size <= READ_AHEAD:
-                data = next(heads)
-                if isinstance(data, StorageError):
-                    raise data
-                if len(data) < size:  # shorter than listed: the stream path names the missing bytes
-                    yield list(scan_log_blocks(io.BytesIO(data), size, name))
-                else:
-                    yield list(scan_log_blocks(data, size, name))
-                continue
+    for (rel, size), data in zip(logs, small_log_bytes(storage, logs), strict=True):
+        name = storage.full_path(rel) if full_paths else rel
+        if data is None:
             with storage.open_input(rel) as f:
                 yield list(scan_log_blocks(f, size, name))
+        elif len(data) < size:  # shorter than listed: the stream path names the missing bytes
+            yield list(scan_log_blocks(io.BytesIO(data), size, name))
+        else:
+            yield list(scan_log_blocks(data, size, name))
 
 
 def scan_log(storage: TableStorage, rel: str, size: int, *, full_paths: bool = False) -> list[LogBlock]:

@@ -14,6 +14,7 @@ from evt_toolkit.format.eventtime import EpochUnit, event_time_stats
 from evt_toolkit.format.extra_metadata import DeleteEventTimes
 from evt_toolkit.format.log_content import decode_data_block, read_block_records
 from evt_toolkit.format.logfile import READ_AHEAD, BlockType, HeaderKey, LogBlock, scan_log_blocks
+from evt_toolkit.storage.log_blocks import small_log_bytes
 from evt_toolkit.table.table import listed_files_may_be_gone
 from evt_toolkit.table.write_stats import delete_event_time_index, log_event_time_index
 
@@ -116,8 +117,9 @@ class Inspect:
         self._deletes = _LazyDeletes(t) if recorded else None
         with listed_files_may_be_gone():
             t.storage.prefetch(lf.path for _, lf in log_files)
-            for partition_path, lf in log_files:
-                self._log_blocks_of(rows, partition_path, lf, field, unit, stats, recorded)
+            heads = small_log_bytes(t.storage, [(lf.path, lf.size) for _, lf in log_files])
+            for (partition_path, lf), data in zip(log_files, heads, strict=True):
+                self._log_blocks_of(rows, partition_path, lf, field, unit, stats, recorded, data)
         return pa.table(rows, schema=LOG_BLOCKS_SCHEMA)
 
     def _log_blocks_of(
@@ -129,20 +131,38 @@ class Inspect:
         unit: EpochUnit,
         stats: _LazyIndex,
         recorded: bool,
+        data: bytes | None,
     ) -> None:
-        """Append the blocks of one log file to ``rows``."""
+        """Append the blocks of one log file to ``rows``; ``data``: its bytes when read already
+        (:func:`~evt_toolkit.storage.log_blocks.small_log_bytes`)."""
+        if data is not None and len(data) == lf.size:
+            self._append_blocks(rows, partition_path, lf, data, field, unit, stats, recorded)
+            return
         with self._table.storage.open_input(lf.path) as f:
             # A small log is read whole, in one call: the scan, the record counts and any fallback
             # decode then work on those bytes (as scan_log_blocks does itself for small files).
             src: BinaryIO | bytes = f
             if lf.size <= READ_AHEAD:
-                data = f.read(lf.size)
-                if len(data) == lf.size:
-                    src = data
-            for blk in scan_log_blocks(src, lf.size, lf.path):
-                met = self._min_event_time(src, lf, blk, field, unit, stats, recorded)
-                count = _record_count(src, blk) if blk.is_data else None
-                self._append(rows, partition_path, lf, blk, met, count)
+                head = f.read(lf.size)
+                if len(head) == lf.size:
+                    src = head
+            self._append_blocks(rows, partition_path, lf, src, field, unit, stats, recorded)
+
+    def _append_blocks(
+        self,
+        rows: dict[str, list[object]],
+        partition_path: str,
+        lf: LogFile,
+        src: BinaryIO | bytes,
+        field: str | None,
+        unit: EpochUnit,
+        stats: _LazyIndex,
+        recorded: bool,
+    ) -> None:
+        for blk in scan_log_blocks(src, lf.size, lf.path):
+            met = self._min_event_time(src, lf, blk, field, unit, stats, recorded)
+            count = _record_count(src, blk) if blk.is_data else None
+            self._append(rows, partition_path, lf, blk, met, count)
 
     def _append(
         self,
