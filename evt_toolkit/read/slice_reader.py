@@ -228,10 +228,9 @@ def select_log_blocks(
 
     ``scanned`` holds logs the caller scanned already (:func:`scan_logs`); the others are scanned here.
     """
-    hits = [scanned.get(lf.path) if scanned is not None else None for lf in log_files]
-    todo = [(lf.path, lf.size) for lf, hit in zip(log_files, hits, strict=True) if hit is None]
-    read = iter(scan_log_files(ctx.storage, todo))
-    per_log = [(lf, hit if hit is not None else next(read)) for lf, hit in zip(log_files, hits, strict=True)]
+    known = scanned or {}
+    fresh = scan_logs(ctx.storage, [lf for lf in log_files if known.get(lf.path) is None])
+    per_log = [(lf, hit if (hit := known.get(lf.path)) is not None else fresh[lf.path]) for lf in log_files]
     repeated = repeated_logs(per_log)
     queue: list[QueuedBlock] = []
     for lf, blocks in per_log:

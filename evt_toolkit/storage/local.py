@@ -22,6 +22,18 @@ from evt_toolkit.errors import ObjectExistsError, ObjectNotFoundError, StorageEr
 from evt_toolkit.storage.requests import RequestCounter, record
 from evt_toolkit.storage.temporary import temporary_path
 
+#: How local reads open a file: read-only, not inherited by child processes.
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
+
+
+def _read_failure(full: str, exc: OSError) -> StorageError:
+    """The error for a local read of ``full`` that failed with ``exc`` (gone: ``ObjectNotFoundError``)."""
+    if isinstance(exc, FileNotFoundError):
+        return ObjectNotFoundError(f"file not found: {full}")
+    if isinstance(exc, IsADirectoryError):
+        return StorageError(f"cannot read {full}: it is a directory")
+    return StorageError(f"cannot read {full}: {exc}")
+
 
 def _read_local(full: str) -> bytes:
     """A whole local file with plain system calls: open, fstat, read to the end of the file, close.
@@ -29,7 +41,7 @@ def _read_local(full: str) -> bytes:
     A third of the cost of a buffered ``open().read()`` for the small files header scans read by the thousand (no
     file object, no buffer). A directory fails the read with ``IsADirectoryError``.
     """
-    fd = os.open(full, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    fd = os.open(full, _READ_FLAGS)
     try:
         size = os.fstat(fd).st_size
         data = os.read(fd, size + 1)  # one byte more than stated: a file that grew since is read on to its end
@@ -98,15 +110,9 @@ class ArrowBackend:
             else:
                 with self.fs.open_input_file(full) as f:
                     data = f.read()
-        except FileNotFoundError as exc:
-            record(self.counter, "get")
-            raise ObjectNotFoundError(f"file not found: {full}") from exc
-        except IsADirectoryError as exc:
-            record(self.counter, "get")
-            raise StorageError(f"cannot read {full}: it is a directory") from exc
         except OSError as exc:
             record(self.counter, "get")
-            raise StorageError(f"cannot read {full}: {exc}") from exc
+            raise _read_failure(full, exc) from exc
         record(self.counter, "get", read=len(data))
         return bytes(data)
 
@@ -118,25 +124,17 @@ class ArrowBackend:
         the caller to raise when it gets to that file: the files before it are answered as a loop would answer them.
         """
         out: list[bytes | StorageError] = []
-        prefix = self._prefix
-        flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
         read = 0
         for rel, n in items:
-            full = rel if rel[:1] == "/" else prefix + rel
+            full = self.full(rel)
             try:
-                fd = os.open(full, flags)
+                fd = os.open(full, _READ_FLAGS)
                 try:
                     data = os.pread(fd, n, 0) if n > 0 else b""
                 finally:
                     os.close(fd)
-            except FileNotFoundError:
-                out.append(ObjectNotFoundError(f"file not found: {full}"))
-                continue
-            except IsADirectoryError:
-                out.append(StorageError(f"cannot read {full}: it is a directory"))
-                continue
             except OSError as exc:
-                out.append(StorageError(f"cannot read {full}: {exc}"))
+                out.append(_read_failure(full, exc))
                 continue
             out.append(data)
             read += len(data)
@@ -150,20 +148,14 @@ class ArrowBackend:
         """
         full = self.full(rel)
         try:
-            fd = os.open(full, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            fd = os.open(full, _READ_FLAGS)
             try:
                 out = [os.pread(fd, b - a, a) if b > a else b"" for a, b in ranges]
             finally:
                 os.close(fd)
-        except FileNotFoundError as exc:
-            record(self.counter, "get")
-            raise ObjectNotFoundError(f"file not found: {full}") from exc
-        except IsADirectoryError as exc:
-            record(self.counter, "get")
-            raise StorageError(f"cannot read {full}: it is a directory") from exc
         except OSError as exc:
             record(self.counter, "get")
-            raise StorageError(f"cannot read {full}: {exc}") from exc
+            raise _read_failure(full, exc) from exc
         record(self.counter, "get", read=sum(map(len, out)))
         return out
 
