@@ -5,7 +5,8 @@ in its latest slices. Three ways to get each log file's minimum event time, each
 max beside it) with the bytes it reads, and the physical floor of the first one:
 
 * **header**: the toolkit's scan (``storage.log_blocks.scan_logs``, as planning and snapshot reads call it)
-  reads each block's magic, sizes and headers and skips the content (a small log is read whole, in one call);
+  reads each block's magic, sizes and headers and skips the content (a small log of one block is read by its two
+  ends, its first 4 KiB and its last 12 bytes; a smaller or a multi-block one whole, in one call);
   the ``MIN_EVENT_TIME`` header holds the answer;
 * **io_floor**: the I/O the header scan cannot avoid — a plain loop that opens each log with the plainest system
   calls (``os.open``, one ``os.pread`` per range, ``os.close``; no file object) and reads exactly the byte ranges
@@ -143,20 +144,16 @@ def _bytes_read(f: Any) -> int:
 def by_header(t: HudiTable, logs: list[Any], counting: bool = False) -> tuple[dict[str, int | None], int]:
     """The toolkit's header scan (``storage.log_blocks.scan_logs``, what planning and snapshot reads use).
 
-    The counting pass reads each log through a byte-counting stream instead, with the same parser: a small log is read
-    whole either way, a larger one window by window.
+    The counting pass runs the same scan and takes the bytes the storage layer counted while it ran.
     """
     out: dict[str, int | None] = {}
     storage = t.storage
     read = 0
-    if counting:
-        scans: Any = []
-        for lf in logs:
-            with CountingReader(storage.open_input(lf.path)) as f:
-                scans.append(list(scan_log_blocks(f, lf.size, lf.path)))
-                read += f.bytes_read
-    else:  # the timed loop is as bare as the floor's: read, scan, answer
-        scans = scan_logs(storage, [(lf.path, lf.size) for lf in logs])
+    before = storage.request_counts() if counting else None
+    scans: Any = scan_logs(storage, [(lf.path, lf.size) for lf in logs])
+    if before is not None:
+        scans = list(scans)
+        read = (storage.request_counts() - before).bytes_read
     for lf, blocks in zip(logs, scans, strict=True):
         mins = [m for b in blocks if b.is_data and (m := b.min_event_time_header) is not None]
         out[lf.name] = min(mins) if mins else None

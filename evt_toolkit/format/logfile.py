@@ -530,13 +530,19 @@ def _read_block(src: _Source, buf: bytes | bytearray, base: int, offset: int, bl
     )
 
 
-def _sound_block(buf: bytes | bytearray, o: int, pos: int, file_size: int, path: str) -> LogBlock | None:
+def _sound_block(
+    buf: bytes | bytearray, o: int, pos: int, file_size: int, path: str, tail: bytes | None = None
+) -> LogBlock | None:
     """The block at file offset ``pos`` (``buf[o]``) when it lies whole in ``buf`` and is sound, else ``None``.
 
     The common case — a block within the bytes already read, with valid framing, known header keys, UTF-8 values
     and an empty footer — parsed with a few ``struct`` calls and no further reads. Anything else returns ``None``
     and goes through the field-by-field path (:func:`_corruption_reason`, :func:`_read_block`), which classifies
     corrupt blocks and names the fault, so this function never decides an error.
+
+    With ``tail`` (the file's last bytes), ``buf`` is the file's first bytes (``o == pos == 0``) and the block must
+    be the whole file: its framing and headers are read from ``buf``, its footer count and reverse pointer from
+    ``tail`` (:func:`scan_log_ends`). The checks are the same; bytes in neither give ``None``.
     """
     n = len(buf)
     if n - o < 26:
@@ -545,7 +551,15 @@ def _sound_block(buf: bytes | bytearray, o: int, pos: int, file_size: int, path:
     if magic != MAGIC or version != 1 or block_size < _MIN_V1_BLOCK_SIZE:
         return None
     end = o + _PREFIX_LEN + block_size  # the block's end, in buf
-    if end > n or _I64(buf, end - 8)[0] != block_size + _MAGIC_LEN:
+    if tail is None:
+        if end > n:
+            return None
+        back, at = buf, end - 8  # where the reverse pointer is (the footer's entry count just before it)
+    else:
+        if end != file_size or len(tail) < 12:
+            return None
+        back, at = tail, len(tail) - 8
+    if _I64(back, at)[0] != block_size + _MAGIC_LEN:
         return None
     if file_size - (pos + _PREFIX_LEN + block_size) >= _MAGIC_LEN and buf[end : end + _MAGIC_LEN] != MAGIC:
         return None  # the next magic is not in buf, or the bytes after the block are not a magic
@@ -553,17 +567,18 @@ def _sound_block(buf: bytes | bytearray, o: int, pos: int, file_size: int, path:
     if block_type is None or count < 0 or count > MAX_METADATA_ENTRIES:
         return None
     limit = end - 8
+    stop = limit if limit < n else n  # the header must lie in buf
     p = o + 26
     header: Mapping[HeaderKey, str] = _EMPTY
     if count:
         entries: dict[HeaderKey, str] = {}
         for _ in range(count):
-            if p + 8 > limit:
+            if p + 8 > stop:
                 return None
             ordinal, length = _I32I32(buf, p)
             key = _HEADER_KEYS.get(ordinal)
             p += 8
-            if key is None or length < 0 or p + length > limit:
+            if key is None or length < 0 or p + length > stop:
                 return None
             try:
                 entries[key] = buf[p : p + length].decode("utf-8")
@@ -571,11 +586,11 @@ def _sound_block(buf: bytes | bytearray, o: int, pos: int, file_size: int, path:
                 return None
             p += length
         header = types.MappingProxyType(entries)
-    if p + 12 > limit:
+    if p + 12 > limit or p + 8 > n:
         return None
     content_length = _I64(buf, p)[0]
     p += 8
-    if content_length < 0 or p + content_length + 4 != limit or _I32(buf, limit - 4)[0] != 0:
+    if content_length < 0 or p + content_length + 4 != limit or _I32(back, at - 4)[0] != 0:
         return None  # fields that do not add up, or a footer: the field-by-field path reads it
     return _sound_log_block(path, pos, _PREFIX_LEN + block_size, block_type, header, pos - o + p, content_length)
 
@@ -633,6 +648,21 @@ def scan_log_blocks(f: BinaryIO | bytes | bytearray | memoryview, file_size: int
         blocks.append(block)
         pos += block.size
     return iter(blocks)
+
+
+def scan_log_ends(head: bytes, tail: bytes, file_size: int, path: str) -> list[LogBlock] | None:
+    """The blocks of a log of ``file_size`` bytes read only at its two ends, when that is enough; else ``None``.
+
+    ``head`` is the file's first bytes, ``tail`` its last (at least the 12 bytes of an empty footer and the reverse
+    pointer). Enough means the whole file is one sound block (the common log of a streaming writer: one append)
+    whose magic, sizes and headers lie in ``head``: the answer is then exactly what :func:`scan_log_blocks` gives
+    for the whole file, with the content between never read. Anything else — more blocks, a corrupt block, a
+    header longer than ``head``, a footer — is ``None`` and the caller reads the file whole; this never raises.
+    """
+    if len(head) >= file_size:
+        return None
+    block = _sound_block(head, 0, 0, file_size, path, tail)
+    return None if block is None else [block]
 
 
 def _scan(src: _Source, pos: int, path: str) -> Iterator[LogBlock]:
@@ -727,4 +757,5 @@ __all__ = [
     "read_block_content",
     "read_log_blocks_bytes",
     "scan_log_blocks",
+    "scan_log_ends",
 ]

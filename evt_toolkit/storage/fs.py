@@ -450,20 +450,30 @@ class TableStorage:
                 out.append(b"")
         return out
 
-    def read_prefixes(self, items: Sequence[tuple[str, int]]) -> list[bytes | StorageError]:
-        """The first ``n`` bytes of each file ``(rel, n)``, in order (fewer when a file is shorter).
+    def read_ends(
+        self, items: Sequence[tuple[str, int]], head: int, tail: int
+    ) -> list[bytes | tuple[bytes, bytes] | StorageError]:
+        """Per file ``(rel, size)``, in order: its first ``size`` bytes when ``size <= head + tail``, else the pair
+        of its first ``head`` bytes and the ``tail`` bytes that end its first ``size`` (fewer when a file is shorter).
 
-        On a local disk one open and one positional read per file, all in one call (no file object: for thousands
-        of small logs the per-file overhead is the cost); elsewhere one ranged read per file. A file that cannot be
-        read gets its error (``ObjectNotFoundError`` when it is gone, else ``StorageError``) in place of its bytes,
-        for the caller to raise when it gets to it.
+        What a log scan reads of many small logs (``storage.log_blocks``): a log of one block is known by its two
+        ends, the framing and headers at its start and the footer and reverse pointer at its end. On a local disk one
+        open and one or two positional reads per file, all in one call (no file object: for thousands of small logs
+        the per-file overhead is the cost); elsewhere ranged reads (the two ends of a file in one request when they
+        are close). A file that cannot be read gets its error (``ObjectNotFoundError`` when it is gone, else
+        ``StorageError``) in place of its bytes, for the caller to raise when it gets to it.
         """
         if self.is_local:
-            return cast("list[bytes | StorageError]", self._backend.get_local_prefixes(items))
-        out: list[bytes | StorageError] = []
-        for rel, n in items:
+            ends = self._backend.get_local_ends(items, head, tail)
+            return cast("list[bytes | tuple[bytes, bytes] | StorageError]", ends)
+        out: list[bytes | tuple[bytes, bytes] | StorageError] = []
+        for rel, size in items:
             try:
-                out.append(self.read_range(rel, 0, n))
+                if size <= head + tail:
+                    out.append(self.read_range(rel, 0, size))
+                else:
+                    first, last = self.read_ranges(rel, [(0, head), (size - tail, size)])
+                    out.append((first, last))
             except StorageError as exc:
                 out.append(exc)
         return out

@@ -116,29 +116,42 @@ class ArrowBackend:
         record(self.counter, "get", read=len(data))
         return bytes(data)
 
-    def get_local_prefixes(self, items: Sequence[tuple[str, int]]) -> list[bytes | StorageError]:
-        """The first ``n`` bytes of each local file ``(rel, n)``, in order: per file one open, one ``pread``, one
-        close, with no file object (a file shorter than ``n`` gives what it has).
+    def get_local_ends(
+        self, items: Sequence[tuple[str, int]], head: int, tail: int
+    ) -> list[bytes | tuple[bytes, bytes] | StorageError]:
+        """Per local file ``(rel, size)``, in order: its first ``size`` bytes when ``size <= head + tail``, else the
+        pair of its first ``head`` bytes and the ``tail`` bytes that end its first ``size`` bytes. Per file one
+        open, one or two ``pread`` calls and one close, with no file object (a file shorter than ``size`` gives
+        what it has).
 
         A file that cannot be read gets its error in place of its bytes (``ObjectNotFoundError`` when it is gone), for
         the caller to raise when it gets to that file: the files before it are answered as a loop would answer them.
         """
-        out: list[bytes | StorageError] = []
-        read = 0
-        for rel, n in items:
+        out: list[bytes | tuple[bytes, bytes] | StorageError] = []
+        read = reads = 0
+        whole = head + tail
+        for rel, size in items:
             full = self.full(rel)
+            reads += 1
             try:
                 fd = os.open(full, _READ_FLAGS)
                 try:
-                    data = os.pread(fd, n, 0) if n > 0 else b""
+                    if size <= whole:
+                        data: bytes | tuple[bytes, bytes] = os.pread(fd, size, 0) if size > 0 else b""
+                        read += len(data)
+                    else:
+                        first = os.pread(fd, head, 0)
+                        last = os.pread(fd, tail, size - tail)
+                        data = (first, last)
+                        read += len(first) + len(last)
+                        reads += 1
                 finally:
                     os.close(fd)
             except OSError as exc:
                 out.append(_read_failure(full, exc))
                 continue
             out.append(data)
-            read += len(data)
-        record(self.counter, "get", len(out), read=read)
+        record(self.counter, "get", reads, read=read)
         return out
 
     def get_local_ranges(self, rel: str, ranges: Sequence[tuple[int, int]]) -> list[bytes]:

@@ -15,9 +15,10 @@ from __future__ import annotations
 import io
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from evt_toolkit.errors import ObjectNotFoundError, StorageError
-from evt_toolkit.format.logfile import READ_AHEAD, BlockType, LogBlock, scan_log_blocks
+from evt_toolkit.format.logfile import READ_AHEAD, BlockType, LogBlock, scan_log_blocks, scan_log_ends
 from evt_toolkit.storage.fs import TableStorage
 
 __all__ = ["BlockInstants", "read_block_instants", "scan_log", "scan_logs", "small_log_bytes", "unreadable_log"]
@@ -27,12 +28,18 @@ __all__ = ["BlockInstants", "read_block_instants", "scan_log", "scan_logs", "sma
 #: their bytes stay in the CPU cache and the allocator's free lists (256 logs of 10 KiB at once cost twice as much).
 _BATCH = 32
 
+#: What a scan reads first of a small local log: its first ``_HEAD`` bytes (the magic, sizes and headers of a
+#: one-block log; a schema of ~200 columns fits) and its last ``_TAIL`` (an empty footer and the reverse pointer). A
+#: log at most their sum is read whole.
+_HEAD = 4096
+_TAIL = 12
+
 
 def small_log_bytes(storage: TableStorage, logs: Sequence[tuple[str, int]]) -> Iterator[bytes | None]:
     """Per log ``(rel, size)``, in order: its first ``size`` bytes when it is a local log of up to ``READ_AHEAD``
     bytes, else ``None`` (the caller reads it through :meth:`TableStorage.open_input`).
 
-    The local logs are read ``_BATCH`` at a time with one call (:meth:`TableStorage.read_prefixes`: per log
+    The local logs are read ``_BATCH`` at a time with one call (:meth:`TableStorage.read_ends`: per log
     ``os.open``, one ``pread`` of its listed size, ``os.close``). A log that came back shorter than listed is yielded
     as read. A log that cannot be read raises its error (``ObjectNotFoundError`` when it is gone, else
     ``StorageError``) when the iteration reaches it, after the logs before it.
@@ -44,7 +51,7 @@ def small_log_bytes(storage: TableStorage, logs: Sequence[tuple[str, int]]) -> I
     for start in range(0, len(logs), _BATCH):
         batch = logs[start : start + _BATCH]
         small = [item for item in batch if item[1] <= READ_AHEAD]
-        heads = iter(storage.read_prefixes(small) if small else ())
+        heads = iter(storage.read_ends(small, READ_AHEAD, 0) if small else ())
         for _, size in batch:
             if size > READ_AHEAD:
                 yield None
@@ -52,7 +59,7 @@ def small_log_bytes(storage: TableStorage, logs: Sequence[tuple[str, int]]) -> I
             data = next(heads)
             if isinstance(data, StorageError):
                 raise data
-            yield data
+            yield cast(bytes, data)
 
 
 def scan_logs(
@@ -62,23 +69,47 @@ def scan_logs(
 
     The one way the toolkit lists logs' blocks on storage (:func:`~evt_toolkit.format.logfile.scan_log_blocks` does
     the parsing). On a local disk the logs of up to ``READ_AHEAD`` bytes — nearly every log of a streaming table —
-    are read ``_BATCH`` at a time with one call (:func:`small_log_bytes`; no stream object, whose cost per log would
-    exceed the parse); anything else, and every log on an object store (one GET, or none when prefetched, see
-    :meth:`TableStorage.open_input`), goes through a stream. Blocks (and errors) are named by ``rel``, or by the full
-    path with ``full_paths``.
+    are read ``_BATCH`` at a time with one call (:meth:`TableStorage.read_ends`; no stream object, whose cost per log
+    would exceed the parse), each by its two ends (``_HEAD`` and ``_TAIL`` bytes), which answer for a log of one
+    sound block (:func:`~evt_toolkit.format.logfile.scan_log_ends`); a log they do not answer for is read whole, and
+    once a batch holds more such logs than not, the rest of the scan reads every small log whole. Anything larger,
+    and every log on an object store (one GET, or none when prefetched, see :meth:`TableStorage.open_input`), goes
+    through a stream. Blocks (and errors) are named by ``rel``, or by the full path with ``full_paths``.
 
     Raises (when the iteration reaches the log):
         ObjectNotFoundError: the log is gone. StorageError: it cannot be read. LogFormatError: its framing is broken.
     """
-    for (rel, size), data in zip(logs, small_log_bytes(storage, logs), strict=True):
-        name = storage.full_path(rel) if full_paths else rel
-        if data is None:
-            with storage.open_input(rel) as f:
-                yield list(scan_log_blocks(f, size, name))
-        elif len(data) < size:  # shorter than listed: the stream path names the missing bytes
-            yield list(scan_log_blocks(io.BytesIO(data), size, name))
-        else:
-            yield list(scan_log_blocks(data, size, name))
+    local = storage.is_local
+    head = _HEAD
+    for start in range(0, len(logs), _BATCH):
+        batch = logs[start : start + _BATCH]
+        small = [item for item in batch if item[1] <= READ_AHEAD] if local else []
+        parts = iter(storage.read_ends(small, head, _TAIL) if small else ())
+        ends = whole = 0
+        for rel, size in batch:
+            name = storage.full_path(rel) if full_paths else rel
+            if not local or size > READ_AHEAD:
+                with storage.open_input(rel) as f:
+                    yield list(scan_log_blocks(f, size, name))
+                continue
+            part = next(parts)
+            if type(part) is tuple:
+                ends += 1
+                blocks = scan_log_ends(part[0], part[1], size, name)
+                if blocks is not None:
+                    yield blocks
+                    continue
+                whole += 1  # not one sound block in the bytes at hand: read it whole
+                part = storage.read_ends([(rel, size)], READ_AHEAD, 0)[0]
+            if isinstance(part, StorageError):
+                raise part
+            data = cast(bytes, part)
+            if len(data) < size:  # shorter than listed: the stream path names the missing bytes
+                yield list(scan_log_blocks(io.BytesIO(data), size, name))
+            else:
+                yield list(scan_log_blocks(data, size, name))
+        if whole * 2 > ends:  # most logs here need more than their ends: read the rest whole
+            head = READ_AHEAD
 
 
 def scan_log(storage: TableStorage, rel: str, size: int, *, full_paths: bool = False) -> list[LogBlock]:

@@ -19,13 +19,20 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from evt_toolkit.errors import EvtError
 from evt_toolkit.format import logfile
 from evt_toolkit.format.log_content import read_block_records
-from evt_toolkit.format.logfile import MAGIC, BlockType, LogBlock, read_log_blocks_bytes, scan_log_blocks
+from evt_toolkit.format.logfile import (
+    MAGIC,
+    BlockType,
+    LogBlock,
+    read_log_blocks_bytes,
+    scan_log_blocks,
+    scan_log_ends,
+)
 from tests.conftest import LOG_FILES_DIR, SKIP_NO_SHARED, TABLES_DIR
 
 FUZZ_EXAMPLES = int(os.environ.get("EVT_FUZZ_EXAMPLES", "60"))
@@ -167,6 +174,49 @@ def test_read_size_does_not_change_the_outcome(path: Path) -> None:
         assert scan_outcome(pa.BufferReader(data), len(data), read_ahead) == expected
 
     check()
+
+
+@SKIP_NO_SHARED
+@pytest.mark.parametrize("path", fuzz_inputs(), ids=lambda p: p.parent.name)
+def test_a_log_known_by_its_two_ends_is_known_as_its_whole_bytes_say(path: Path) -> None:
+    """``scan_log_ends`` answers from a log's first and last bytes only what a scan of every byte answers.
+
+    On the real one-block logs: the first bytes through the content length (and the 12 bytes of footer count and
+    reverse pointer) are enough, one byte fewer is not. On mutated copies, with other head and tail sizes: whenever it
+    answers, the answer equals the full scan's blocks (a mutation of the skipped content leaves the block sound).
+    """
+    original = path.read_bytes()
+    whole = scan_outcome(original, len(original), 1 << 16)
+    assert isinstance(whole, list) and len(whole) == 1
+    need = whole[0].content_offset
+    assert scan_log_ends(original[:need], original[-12:], len(original), "fuzz.log") == whole
+    assert scan_log_ends(original[: need - 1], original[-12:], len(original), "fuzz.log") is None
+    assert scan_log_ends(original[:need], original[-11:], len(original), "fuzz.log") is None
+    assert scan_log_ends(original, original[-12:], len(original), "fuzz.log") is None  # the head is the whole file
+    answered = 0
+
+    @settings(
+        max_examples=FUZZ_EXAMPLES,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+        derandomize=os.environ.get("EVT_FUZZ_RANDOM") is None,
+    )
+    @given(
+        ops=st.lists(mutation, min_size=0, max_size=3),
+        head=st.sampled_from([26, 100, need, need + 40, 4096]),
+        tail=st.sampled_from([12, 20, 64]),
+    )
+    @example(ops=[], head=need, tail=12)
+    def check(ops: list[tuple[str, int, object]], head: int, tail: int) -> None:
+        nonlocal answered
+        data = mutate(original, ops)
+        got = scan_log_ends(data[:head], data[-tail:], len(data), "fuzz.log")
+        if got is not None:
+            answered += 1
+            assert got == scan_outcome(data, len(data), 1 << 16)
+
+    check()
+    assert answered  # the unmutated file with a head of `need` bytes is among the examples, and it is answered
 
 
 @given(data=st.binary(max_size=256))

@@ -8,6 +8,7 @@ folder standing under a log's name.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from evt_toolkit.format.log_writer import encode_block, encode_rollback_command_
 from evt_toolkit.format.logfile import READ_AHEAD, BlockType, LogBlock, scan_log_blocks
 from evt_toolkit.storage.fs import TableStorage
 from evt_toolkit.storage.log_blocks import scan_log, scan_logs
+from tests.conftest import S3Server
 
 AVRO_DATA = 3
 
@@ -105,13 +107,73 @@ def test_a_folder_under_a_log_name_is_unreadable_not_missing(tmp_path: Path) -> 
     assert not isinstance(info.value, ObjectNotFoundError)
 
 
-def test_read_prefixes_puts_each_error_in_place_and_counts_one_get_per_file(tmp_path: Path) -> None:
+def test_read_ends_puts_each_error_in_place_and_counts_each_read(tmp_path: Path) -> None:
     tmp_path.joinpath("a").write_bytes(b"0123456789")
     tmp_path.joinpath("c").write_bytes(b"xyz")
     storage = TableStorage.from_uri(str(tmp_path))
     before = storage.request_counts()
-    out = storage.read_prefixes([("a", 4), ("b", 4), ("c", 10), ("a", 0)])
-    assert out[0] == b"0123" and out[2] == b"xyz" and out[3] == b""
+    out = storage.read_ends([("a", 4), ("b", 4), ("c", 10), ("a", 0), ("a", 9)], 3, 2)
+    assert out[0] == b"0123" and out[2] == (b"xyz", b"") and out[3] == b"" and out[4] == (b"012", b"78")
     assert isinstance(out[1], ObjectNotFoundError) and "b" in str(out[1])
     counts = storage.request_counts() - before
-    assert counts.get == 4 and counts.bytes_read == 7
+    assert counts.get == 7 and counts.bytes_read == 12  # two reads for each file read by its ends
+
+
+def test_read_ends_on_an_object_store(s3_server: S3Server, s3_bucket: str) -> None:
+    storage = TableStorage.from_uri(f"s3a://{s3_bucket}/t", s3_server.options)
+    storage.write_bytes_atomic("a", bytes(range(200)))
+    out = storage.read_ends([("a", 10), ("gone", 10), ("a", 150)], 40, 12)
+    assert out[0] == bytes(range(10)) and out[2] == (bytes(range(40)), bytes(range(138, 150)))
+    assert isinstance(out[1], ObjectNotFoundError)
+
+
+def _one_block_logs(root: Path, schema_fields: int, n: int) -> list[tuple[str, int]]:
+    """``n`` one-block logs of sizes around the scan's head-and-tail bound, with a schema header of
+    ``schema_fields`` fields (wide enough, it does not fit in the head)."""
+    schema = json.dumps(
+        {"type": "record", "name": "r", "fields": [{"name": f"c{i:04d}", "type": "long"} for i in range(schema_fields)]}
+    )
+    out = []
+    for i in range(n):
+        rel = f"p{i % 2}/.g{schema_fields}-{i}_20250101000000000.log.1_0-1-0"
+        content = 4096 - len(schema) - 80 + 97 * i
+        data = encode_block(
+            AVRO_DATA, {0: f"2025010100000{i % 10}000", 2: schema, 100: str(1000 + i)}, b"\x05" * content
+        )
+        root.joinpath(rel).parent.mkdir(parents=True, exist_ok=True)
+        root.joinpath(rel).write_bytes(data)
+        out.append((rel, len(data)))
+    return out
+
+
+@pytest.mark.parametrize("schema_fields", [3, 400])
+def test_one_block_logs_read_by_their_ends_scan_as_the_whole_file(tmp_path: Path, schema_fields: int) -> None:
+    """Logs above the head-and-tail bound are read by their two ends when their headers fit in the head (a few bytes
+    of each log read); a wide schema's header does not fit: those logs are read whole, the answer is the same."""
+    logs = _one_block_logs(tmp_path, schema_fields, 70)
+    storage = TableStorage.from_uri(str(tmp_path))
+    before = storage.request_counts()
+    got = list(scan_logs(storage, logs))
+    read = (storage.request_counts() - before).bytes_read
+    for (rel, size), blocks in zip(logs, got, strict=True):
+        assert blocks == _expected(tmp_path, rel, size), rel
+        assert [b.min_event_time_header for b in blocks] == [1000 + int(rel.split("-")[1].split("_")[0])]
+    total = sum(size for _, size in logs)
+    if schema_fields == 3:
+        # a log above the bound is read by its 4,096 + 12 bytes of ends only; the content between is not read
+        assert read == sum(min(size, 4096 + 12) for _, size in logs) < total * 0.6
+    else:
+        assert read >= total  # every log read whole (the first batch's twice: by its ends, then whole)
+
+
+def test_a_one_block_log_shorter_or_longer_than_listed_is_scanned_as_listed(tmp_path: Path) -> None:
+    logs = _one_block_logs(tmp_path, 3, 8)
+    rel, size = logs[5]
+    assert size > 4096 + 12
+    storage = TableStorage.from_uri(str(tmp_path))
+    with tmp_path.joinpath(rel).open("ab") as f:  # grown after the listing: the listed bytes are what is scanned
+        f.write(_data_block("20250105000000000", 50))
+    assert scan_log(storage, rel, size) == _expected(tmp_path, rel, size)
+    blocks = scan_log(storage, rel, size + 40 + 6 + 8 + 50 + 100)  # listed longer than the file holds
+    with storage.open_input(rel) as f:
+        assert blocks == list(scan_log_blocks(f, size + 40 + 6 + 8 + 50 + 100, rel))
