@@ -177,3 +177,24 @@ def test_a_one_block_log_shorter_or_longer_than_listed_is_scanned_as_listed(tmp_
     blocks = scan_log(storage, rel, size + 40 + 6 + 8 + 50 + 100)  # listed longer than the file holds
     with storage.open_input(rel) as f:
         assert blocks == list(scan_log_blocks(f, size + 40 + 6 + 8 + 50 + 100, rel))
+
+
+def test_multi_block_logs_are_read_whole_after_one_batch_of_trying_their_ends(tmp_path: Path) -> None:
+    """Logs of two blocks are not answered by their ends: each is read again whole, and once a batch of 32 was mostly
+    such logs, the rest of the scan reads its small logs whole at once (no second read each)."""
+    logs = []
+    for i in range(70):
+        rel = f"p{i % 2}/.m{i}_20250101000000000.log.1_0-1-0"
+        data = _data_block("20250101000000000", 3000 + i) + _data_block("20250102000000000", 2000)
+        tmp_path.joinpath(rel).parent.mkdir(parents=True, exist_ok=True)
+        tmp_path.joinpath(rel).write_bytes(data)
+        logs.append((rel, len(data)))
+    assert all(4096 + 12 < size <= READ_AHEAD for _, size in logs)
+    storage = TableStorage.from_uri(str(tmp_path))
+    before = storage.request_counts()
+    got = list(scan_logs(storage, logs))
+    read = (storage.request_counts() - before).bytes_read
+    for (rel, size), blocks in zip(logs, got, strict=True):
+        assert blocks == _expected(tmp_path, rel, size) and len(blocks) == 2, rel
+    first = logs[:32]
+    assert read == sum(4096 + 12 + size for _, size in first) + sum(size for _, size in logs[32:])
