@@ -29,8 +29,8 @@ __all__ = ["BlockInstants", "read_block_instants", "scan_log", "scan_logs", "sma
 _BATCH = 32
 
 #: What a scan reads first of a small local log: its first ``_HEAD`` bytes (the magic, sizes and headers of a
-#: one-block log; a schema of ~200 columns fits) and its last ``_TAIL`` (an empty footer and the reverse pointer). A
-#: log at most their sum is read whole.
+#: one-block log whose schema has a few dozen columns; a scan of wider ones grows its head) and its last ``_TAIL``
+#: (an empty footer and the reverse pointer). A log at most their sum is read whole.
 _HEAD = 4096
 _TAIL = 12
 
@@ -71,8 +71,10 @@ def scan_logs(
     the parsing). On a local disk the logs of up to ``READ_AHEAD`` bytes — nearly every log of a streaming table —
     are read ``_BATCH`` at a time with one call (:meth:`TableStorage.read_ends`; no stream object, whose cost per log
     would exceed the parse), each by its two ends (``_HEAD`` and ``_TAIL`` bytes), which answer for a log of one
-    sound block (:func:`~evt_toolkit.format.logfile.scan_log_ends`); a log they do not answer for is read whole, and
-    once a batch holds more such logs than not, the rest of the scan reads every small log whole. Anything larger,
+    sound block (:func:`~evt_toolkit.format.logfile.scan_log_ends`); a log they do not answer for is read whole. Once
+    a batch holds more such logs than not, the rest of the scan reads a longer head when they were one-block logs
+    whose headers ended past it (a wide schema; the head then holds the longest such headers and a quarter more),
+    else every small log whole. Anything larger,
     and every log on an object store (one GET, or none when prefetched, see :meth:`TableStorage.open_input`), goes
     through a stream. Blocks (and errors) are named by ``rel``, or by the full path with ``full_paths``.
 
@@ -85,7 +87,8 @@ def scan_logs(
         batch = logs[start : start + _BATCH]
         small = [item for item in batch if item[1] <= READ_AHEAD] if local else []
         parts = iter(storage.read_ends(small, head, _TAIL) if small else ())
-        ends = whole = 0
+        ends = whole = longer = 0  # logs read by their ends; of them read again whole; of those, longer headers only
+        need = head
         for rel, size in batch:
             name = storage.full_path(rel) if full_paths else rel
             if not local or size > READ_AHEAD:
@@ -93,7 +96,8 @@ def scan_logs(
                     yield list(scan_log_blocks(f, size, name))
                 continue
             part = next(parts)
-            if type(part) is tuple:
+            retried = isinstance(part, tuple)
+            if isinstance(part, tuple):
                 ends += 1
                 blocks = scan_log_ends(part[0], part[1], size, name)
                 if blocks is not None:
@@ -105,11 +109,18 @@ def scan_logs(
                 raise part
             data = cast(bytes, part)
             if len(data) < size:  # shorter than listed: the stream path names the missing bytes
-                yield list(scan_log_blocks(io.BytesIO(data), size, name))
+                blocks = list(scan_log_blocks(io.BytesIO(data), size, name))
             else:
-                yield list(scan_log_blocks(data, size, name))
-        if whole * 2 > ends:  # most logs here need more than their ends: read the rest whole
-            head = READ_AHEAD
+                blocks = list(scan_log_blocks(data, size, name))
+            if retried and len(blocks) == 1 and blocks[0].content_offset > head and not blocks[0].is_corrupt:
+                longer += 1  # one block whose headers end past the head (a wide schema)
+                need = max(need, blocks[0].content_offset)
+            yield blocks
+        if whole * 2 > ends:  # most logs here need more than their ends
+            # Mostly longer headers (a wide schema): a longer head, with room; else (more blocks, other shapes) the
+            # rest is read whole.
+            wider = need + need // 4
+            head = wider if longer * 2 > whole and wider + _TAIL < READ_AHEAD else READ_AHEAD
 
 
 def scan_log(storage: TableStorage, rel: str, size: int, *, full_paths: bool = False) -> list[LogBlock]:

@@ -128,15 +128,15 @@ def test_read_ends_on_an_object_store(s3_server: S3Server, s3_bucket: str) -> No
 
 
 def _one_block_logs(root: Path, schema_fields: int, n: int) -> list[tuple[str, int]]:
-    """``n`` one-block logs of sizes around the scan's head-and-tail bound, with a schema header of
-    ``schema_fields`` fields (wide enough, it does not fit in the head)."""
+    """``n`` one-block logs of 4 KiB of content and more, with a schema header of ``schema_fields`` fields (wide
+    enough, it does not fit in the scan's first head)."""
     schema = json.dumps(
         {"type": "record", "name": "r", "fields": [{"name": f"c{i:04d}", "type": "long"} for i in range(schema_fields)]}
     )
     out = []
     for i in range(n):
         rel = f"p{i % 2}/.g{schema_fields}-{i}_20250101000000000.log.1_0-1-0"
-        content = 4096 - len(schema) - 80 + 97 * i
+        content = 4096 + 97 * i
         data = encode_block(
             AVRO_DATA, {0: f"2025010100000{i % 10}000", 2: schema, 100: str(1000 + i)}, b"\x05" * content
         )
@@ -146,10 +146,12 @@ def _one_block_logs(root: Path, schema_fields: int, n: int) -> list[tuple[str, i
     return out
 
 
-@pytest.mark.parametrize("schema_fields", [3, 400])
+@pytest.mark.parametrize("schema_fields", [3, 150, 1520])
 def test_one_block_logs_read_by_their_ends_scan_as_the_whole_file(tmp_path: Path, schema_fields: int) -> None:
     """Logs above the head-and-tail bound are read by their two ends when their headers fit in the head (a few bytes
-    of each log read); a wide schema's header does not fit: those logs are read whole, the answer is the same."""
+    of each log read). A wide schema's headers (150 columns) do not fit: the first batch of 32 logs is read again
+    whole, and the scan goes on with a head of those headers' length and a quarter more. Headers too long for that
+    (1,520 columns) leave the rest of the scan reading whole. The answer is the same every way."""
     logs = _one_block_logs(tmp_path, schema_fields, 70)
     storage = TableStorage.from_uri(str(tmp_path))
     before = storage.request_counts()
@@ -159,11 +161,21 @@ def test_one_block_logs_read_by_their_ends_scan_as_the_whole_file(tmp_path: Path
         assert blocks == _expected(tmp_path, rel, size), rel
         assert [b.min_event_time_header for b in blocks] == [1000 + int(rel.split("-")[1].split("_")[0])]
     total = sum(size for _, size in logs)
+    first, rest = logs[:32], logs[32:]
     if schema_fields == 3:
         # a log above the bound is read by its 4,096 + 12 bytes of ends only; the content between is not read
         assert read == sum(min(size, 4096 + 12) for _, size in logs) < total * 0.6
+        return
+    need = got[0][0].content_offset
+    assert need > 4096 and len({blocks[0].content_offset for blocks in got}) == 1
+    retried = sum(4096 + 12 + size for _, size in first)
+    if schema_fields == 150:
+        head = need + need // 4
+        assert read == retried + sum(min(size, head + 12) for _, size in rest) < total * 1.05
+        assert all(size > head + 12 for _, size in rest)  # the rest were read by their ends
     else:
-        assert read >= total  # every log read whole (the first batch's twice: by its ends, then whole)
+        assert need + need // 4 + 12 > READ_AHEAD and all(size <= READ_AHEAD for _, size in logs)
+        assert read == retried + sum(size for _, size in rest)
 
 
 def test_a_one_block_log_shorter_or_longer_than_listed_is_scanned_as_listed(tmp_path: Path) -> None:
