@@ -96,14 +96,15 @@ def scan_logs(
                     yield list(scan_log_blocks(f, size, name))
                 continue
             part = next(parts)
-            retried = isinstance(part, tuple)
-            if isinstance(part, tuple):
+            retried = False
+            if type(part) is tuple:
                 ends += 1
                 blocks = scan_log_ends(part[0], part[1], size, name)
                 if blocks is not None:
                     yield blocks
                     continue
                 whole += 1  # not one sound block in the bytes at hand: read it whole
+                retried = True
                 part = storage.read_ends([(rel, size)], READ_AHEAD, 0)[0]
             if isinstance(part, StorageError):
                 raise part
