@@ -74,9 +74,9 @@ def scan_logs(
     sound block (:func:`~evt_toolkit.format.logfile.scan_log_ends`); a log they do not answer for is read whole. Once
     a batch holds more such logs than not, the rest of the scan reads a longer head when they were one-block logs
     whose headers ended past it (a wide schema; the head then holds the longest such headers and a quarter more),
-    else every small log whole. Anything larger,
-    and every log on an object store (one GET, or none when prefetched, see :meth:`TableStorage.open_input`), goes
-    through a stream. Blocks (and errors) are named by ``rel``, or by the full path with ``full_paths``.
+    else every small log whole. Anything larger, and every log on an object store (one GET, or none when prefetched,
+    see :meth:`TableStorage.open_input`), goes through a stream. Blocks (and errors) are named by ``rel``, or by the
+    full path with ``full_paths``.
 
     Raises (when the iteration reaches the log):
         ObjectNotFoundError: the log is gone. StorageError: it cannot be read. LogFormatError: its framing is broken.
