@@ -8,6 +8,8 @@ max beside it) with the bytes it reads, and the physical floor of the first one:
   reads each block's magic, sizes and headers and skips the content (a small log of one block is read by its two
   ends, its first 4 KiB and its last 12 bytes; a smaller or a multi-block one whole, in one call);
   the ``MIN_EVENT_TIME`` header holds the answer;
+* **scan** (for information): the same scan without taking the answer — every log's blocks listed, no block's
+  properties read — which splits the header scan's time into the scan and its answer loop;
 * **io_floor**: the I/O the header scan cannot avoid — a plain loop that opens each log with the plainest system
   calls (``os.open``, one ``os.pread`` per range, ``os.close``; no file object) and reads exactly the byte ranges
   holding block framing, headers and footers (coalesced where adjacent, computed beforehand), parsing nothing;
@@ -160,6 +162,17 @@ def by_header(t: HudiTable, logs: list[Any], counting: bool = False) -> tuple[di
     return out, read
 
 
+def scan_only(t: HudiTable, logs: list[Any]) -> int:
+    """The header scan of :func:`by_header` without its answer: every log's blocks listed, none of them looked at.
+
+    Returns the number of blocks listed.
+    """
+    n = 0
+    for blocks in scan_logs(t.storage, [(lf.path, lf.size) for lf in logs]):
+        n += len(blocks)
+    return n
+
+
 Ranges = list[tuple[str, tuple[tuple[int, int], ...]]]
 
 
@@ -266,17 +279,18 @@ def run(workdir: Path, logs: int = 1_000, repeat: int = MIN_REPEAT) -> dict[str,
     ranges, n_blocks = header_ranges(t, logs)
     rounds: dict[str, Callable[[], Any]] = {
         "header": functools.partial(by_header, t, logs),
+        "scan": functools.partial(scan_only, t, logs),
         "io_floor": functools.partial(io_floor, t, ranges),
         "write_stats": functools.partial(by_write_stats, t, logs),
         "decode": functools.partial(by_decode, t, logs),
     }
     times: dict[str, list[float]] = {k: [] for k in rounds}
     cpu: dict[str, list[float]] = {k: [] for k in rounds}
-    # The header scan and its floor are cheap: they get three times the rounds, which steadies their medians on a
-    # shared machine. Round 0 warms the page cache and the imports.
+    # The header scan, the scan alone and their floor are cheap: they get three times the rounds, which steadies their
+    # medians on a shared machine. Round 0 warms the page cache and the imports.
     for i in range(3 * repeat + 1):
         for name, fn in rounds.items():
-            if i > repeat and name not in ("header", "io_floor"):
+            if i > repeat and name not in ("header", "scan", "io_floor"):
                 continue
             cpu_start = time.process_time()
             seconds, _ = timed(fn)
@@ -292,6 +306,11 @@ def run(workdir: Path, logs: int = 1_000, repeat: int = MIN_REPEAT) -> dict[str,
             "bytes_read": read,
             "log_files_answered": sum(v is not None for v in answers[name].values()),
         }
+    methods["scan"] = {
+        **Measured.of(times["scan"]).to_dict(),
+        "bytes_read": methods["header"]["bytes_read"],
+        "log_files_answered": 0,
+    }
     methods["io_floor"] = {
         **Measured.of(times["io_floor"]).to_dict(),
         "bytes_read": io_floor(t, ranges),
@@ -310,6 +329,10 @@ def run(workdir: Path, logs: int = 1_000, repeat: int = MIN_REPEAT) -> dict[str,
             "header_s / io_floor_s": ratio(med["header"], med["io_floor"], 2),
             "header_cpu_s / io_floor_cpu_s": ratio(
                 Measured.of(cpu["header"]).median_s, Measured.of(cpu["io_floor"]).median_s, 2
+            ),
+            "scan_s / io_floor_s": ratio(med["scan"], med["io_floor"], 2),
+            "scan_cpu_s / io_floor_cpu_s": ratio(
+                Measured.of(cpu["scan"]).median_s, Measured.of(cpu["io_floor"]).median_s, 2
             ),
             "decode_s / header_s": ratio(med["decode"], med["header"], 1),
             "decode_s / write_stats_s": ratio(med["decode"], med["write_stats"], 1),

@@ -359,7 +359,8 @@ def to_markdown(s: dict[str, Any]) -> str:
             f"interleaved; all three answers agree per log file: **{b['agree']}** (log files holding only delete "
             "blocks have no event time, hence fewer answered than listed). `io_floor` opens each log with the "
             "plainest system calls (os.open, one os.pread per range, os.close) and reads exactly the byte ranges "
-            "holding framing, headers and footers, parsing nothing.",
+            "holding framing, headers and footers, parsing nothing. `scan` is the header scan without taking the "
+            "answer (every log's blocks listed, no `MIN_EVENT_TIME` read off them), for information.",
             "",
             "| method | median [min – max] | bytes read | log files answered |",
             "|---|---:|---:|---:|",

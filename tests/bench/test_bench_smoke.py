@@ -48,10 +48,10 @@ def test_b1(summary_no_spark: dict[str, Any]) -> None:
     assert b["agree"] is True
     assert b["log_files"] == b["table"]["log_files"] > 0
     assert b["blocks"] >= b["log_files"]
-    for m in ("header", "io_floor", "write_stats", "decode"):
+    for m in ("header", "scan", "io_floor", "write_stats", "decode"):
         assert _positive(b["methods"][m]["median_s"])
         assert b["methods"][m]["min_s"] <= b["methods"][m]["median_s"] <= b["methods"][m]["max_s"]
-        rounds = 3 * repeat if m in ("header", "io_floor") else repeat
+        rounds = 3 * repeat if m in ("header", "scan", "io_floor") else repeat
         assert len(b["methods"][m]["all_s"]) == b["methods"][m]["repeats"] == rounds
         assert _positive(b["methods"][m]["bytes_read"])
     for m in ("header", "write_stats", "decode"):
@@ -62,6 +62,8 @@ def test_b1(summary_no_spark: dict[str, Any]) -> None:
     assert set(b["ratios"]) == {
         "header_s / io_floor_s",
         "header_cpu_s / io_floor_cpu_s",
+        "scan_s / io_floor_s",
+        "scan_cpu_s / io_floor_cpu_s",
         "decode_s / header_s",
         "decode_s / write_stats_s",
         "decode_bytes / header_bytes",
