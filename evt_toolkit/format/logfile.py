@@ -98,6 +98,16 @@ _DATA_BLOCK_TYPES = frozenset({BlockType.AVRO_DATA, BlockType.PARQUET_DATA, Bloc
 
 _EMPTY: Mapping[HeaderKey, str] = types.MappingProxyType({})
 
+#: Header values at least this long (a writer schema: hundreds of bytes to tens of KB, the same in every block a
+#: writer appends) are decoded once and shared (:data:`_SHARED_TEXTS`).
+_SHARED_TEXT_MIN = 64
+#: Long header values decoded so far, by length: ``(bytes, text)``. Blocks listed together then hold one string per
+#: distinct schema instead of a copy each (a compaction run keeps the listed blocks of every planned log). A hit is
+#: a byte-for-byte comparison, so the text is exactly what decoding would give. Entries are replaced whole (one
+#: tuple), which keeps a pair consistent for threads scanning at once; the map is emptied past ``_SHARED_TEXT_SLOTS``.
+_SHARED_TEXTS: dict[int, tuple[bytes, str]] = {}
+_SHARED_TEXT_SLOTS = 256
+
 
 @dataclass(frozen=True, slots=True)
 class LogBlock:
@@ -403,7 +413,7 @@ def _metadata(
                 raise LogFormatError(f"unexpected end of file reading {what} value of {key.name}", path, pos)
         o = pos - base
         try:
-            value = buf[o : o + length].decode("utf-8")
+            value = buf[o : o + length].decode("utf-8") if length < _SHARED_TEXT_MIN else _long_text(buf, o, length)
         except UnicodeDecodeError as exc:
             raise LogFormatError(f"{what} value of {key.name} is not valid UTF-8: {exc}", path, key_pos) from exc
         pos += length
@@ -530,6 +540,24 @@ def _read_block(src: _Source, buf: bytes | bytearray, base: int, offset: int, bl
     )
 
 
+def _long_text(buf: bytes | bytearray, p: int, length: int) -> str:
+    """The UTF-8 text of ``buf[p : p + length]`` (a long header value), shared with earlier blocks holding the same
+    bytes (:data:`_SHARED_TEXTS`). The caller has checked that the bytes lie in ``buf``.
+
+    Raises:
+        UnicodeDecodeError: the bytes are not UTF-8.
+    """
+    shared = _SHARED_TEXTS.get(length)
+    if shared is not None and buf.startswith(shared[0], p):
+        return shared[1]
+    raw = bytes(buf[p : p + length])
+    text = raw.decode("utf-8")
+    if len(_SHARED_TEXTS) >= _SHARED_TEXT_SLOTS:
+        _SHARED_TEXTS.clear()
+    _SHARED_TEXTS[length] = (raw, text)
+    return text
+
+
 def _sound_block(
     buf: bytes | bytearray, o: int, pos: int, file_size: int, path: str, tail: bytes | None = None
 ) -> LogBlock | None:
@@ -581,7 +609,9 @@ def _sound_block(
             if key is None or length < 0 or p + length > stop:
                 return None
             try:
-                entries[key] = buf[p : p + length].decode("utf-8")
+                entries[key] = (
+                    buf[p : p + length].decode("utf-8") if length < _SHARED_TEXT_MIN else _long_text(buf, p, length)
+                )
             except UnicodeDecodeError:
                 return None
             p += length

@@ -477,6 +477,42 @@ class TestSyntheticFraming:
         [block] = read_log_blocks_bytes(encode_block(BlockType.AVRO_DATA, {HeaderKey.MIN_EVENT_TIME: "-5"}), "f.log")
         assert block.min_event_time_header == -5
 
+    def test_long_header_values_are_shared_and_always_exact(self) -> None:
+        # A writer schema repeats in every block: blocks listed together hold one string for it, whichever path parsed
+        # them (B has a footer: the field-by-field path), and a value of the same length that differs in one byte is
+        # its own text, never the shared one.
+        schema = json.dumps(
+            {"type": "record", "name": "r", "fields": [{"name": f"c{i}", "type": "long"} for i in range(9)]}
+        )
+        other = schema.replace('"c8"', '"c9"')
+        assert len(other) == len(schema) >= logfile._SHARED_TEXT_MIN and other != schema
+        a = encode_block(BlockType.AVRO_DATA, {HeaderKey.INSTANT_TIME: "1", HeaderKey.SCHEMA: schema})
+        b = encode_block(BlockType.AVRO_DATA, {HeaderKey.SCHEMA: schema}, footer={HeaderKey.INSTANT_TIME: "2"})
+        c = encode_block(BlockType.AVRO_DATA, {HeaderKey.SCHEMA: other})
+        d = encode_block(BlockType.AVRO_DATA, {HeaderKey.SCHEMA: schema})
+        blocks = read_log_blocks_bytes(bytearray(a + b + c + d), "x.log")
+        assert [bl.schema_json for bl in blocks] == [schema, schema, other, schema]
+        assert blocks[0].schema_json is blocks[1].schema_json
+        # Another log (another buffer) with the schema: the same string again.
+        [again] = read_log_blocks_bytes(a, "y.log")
+        assert again.schema_json == schema and again.schema_json is blocks[3].schema_json
+
+    def test_a_long_header_value_that_is_not_utf8_is_an_error_after_a_shared_one(self) -> None:
+        schema = "s" * 100
+        broken = encode_block(BlockType.AVRO_DATA, {HeaderKey.SCHEMA: b"s" * 99 + b"\xff"})
+        good = encode_block(BlockType.AVRO_DATA, {HeaderKey.SCHEMA: schema})
+        assert read_log_blocks_bytes(good, "x.log")[0].schema_json == schema
+        with pytest.raises(LogFormatError, match="not valid UTF-8"):
+            read_log_blocks_bytes(good + broken, "x.log")
+
+    def test_shared_header_values_are_bounded(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr(logfile, "_SHARED_TEXTS", {})
+        monkeypatch.setattr(logfile, "_SHARED_TEXT_SLOTS", 4)
+        values = ["v" * n for n in range(64, 74)]
+        data = b"".join(encode_block(BlockType.AVRO_DATA, {HeaderKey.SCHEMA: v}) for v in values)
+        assert [bl.schema_json for bl in read_log_blocks_bytes(data, "x.log")] == values
+        assert 0 < len(logfile._SHARED_TEXTS) <= 4
+
     def test_scan_window_boundary(self, monkeypatch: pytest.MonkeyPatch) -> None:
         # A magic straddling two scan windows must still be found after a corrupt region.
         monkeypatch.setattr(logfile, "SCAN_WINDOW", 16)

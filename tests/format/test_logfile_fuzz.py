@@ -219,6 +219,59 @@ def test_a_log_known_by_its_two_ends_is_known_as_its_whole_bytes_say(path: Path)
     assert answered  # the unmutated file with a head of `need` bytes is among the examples, and it is answered
 
 
+def header_entries_at(data: bytes, offset: int) -> dict[int, str]:
+    """The header map of the sound block whose magic is at ``offset``, read from its bytes with ``struct`` alone
+    (magic, block size, version, type, entry count, then per entry key, length and UTF-8 value; a repeated key keeps
+    its last value, as Java's ``HashMap`` does)."""
+    p = offset + len(MAGIC) + 8 + 4 + 4
+    (count,) = struct.unpack_from(">i", data, p)
+    p += 4
+    out: dict[int, str] = {}
+    for _ in range(count):
+        key, n = struct.unpack_from(">ii", data, p)
+        out[key] = data[p + 8 : p + 8 + n].decode("utf-8")
+        p += 8 + n
+    return out
+
+
+@SKIP_NO_SHARED
+@pytest.mark.parametrize("path", fuzz_inputs(), ids=lambda p: p.parent.name)
+def test_header_values_are_what_each_block_s_bytes_say(path: Path) -> None:
+    """Long header values (a writer schema) are decoded once and shared by the blocks that repeat them; a block's
+    header still says exactly what its own bytes say. Mutated copies — flips in the first block's headers, where a
+    value keeps its length but not its bytes, and anything else — are scanned right after the original (whose values
+    are then the shared ones), and every sound block's header is compared with :func:`header_entries_at`."""
+    original = path.read_bytes()
+    [first, *_] = read_log_blocks_bytes(original, "orig.log")
+    headers_end = first.content_offset - 8  # the first block's header entries end before its content length
+    in_headers = st.tuples(st.just("flip"), st.integers(min_value=30, max_value=headers_end - 1), st.integers(0, 7))
+    compared = 0
+
+    @settings(
+        max_examples=FUZZ_EXAMPLES,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+        derandomize=os.environ.get("EVT_FUZZ_RANDOM") is None,
+    )
+    @given(ops=st.lists(st.one_of(in_headers, in_headers, mutation), min_size=1, max_size=3))
+    @example(ops=[("flip", headers_end - 1, 0)])
+    def check(ops: list[tuple[str, int, object]]) -> None:
+        nonlocal compared
+        data = mutate(original, ops)
+        read_log_blocks_bytes(original, "orig.log")
+        try:
+            blocks = read_log_blocks_bytes(data, "fuzz.log")
+        except EvtError:
+            return
+        for b in blocks:
+            if not b.is_corrupt:
+                assert {k.value: v for k, v in b.header.items()} == header_entries_at(data, b.offset)
+                compared += 1
+
+    check()
+    assert compared
+
+
 @given(data=st.binary(max_size=256))
 @settings(max_examples=FUZZ_EXAMPLES, deadline=None)
 def test_random_bytes_fail_cleanly(data: bytes) -> None:
