@@ -68,60 +68,72 @@ def scan_logs(
     """The blocks of each log ``(rel, size)`` as of its first ``size`` bytes (its listed size), headers only, in order.
 
     The one way the toolkit lists logs' blocks on storage (:func:`~evt_toolkit.format.logfile.scan_log_blocks` does
-    the parsing). On a local disk the logs of up to ``READ_AHEAD`` bytes — nearly every log of a streaming table —
-    are read ``_BATCH`` at a time with one call (:meth:`TableStorage.read_ends`; no stream object, whose cost per log
-    would exceed the parse), each by its two ends (``_HEAD`` and ``_TAIL`` bytes), which answer for a log of one
-    sound block (:func:`~evt_toolkit.format.logfile.scan_log_ends`); a log they do not answer for is read whole. Once
-    a batch holds more such logs than not, the rest of the scan reads a longer head when they were one-block logs
-    whose headers ended past it (a wide schema; the head then holds the longest such headers and a quarter more),
-    else every small log whole. Anything larger, and every log on an object store (one GET, or none when prefetched,
-    see :meth:`TableStorage.open_input`), goes through a stream. Blocks (and errors) are named by ``rel``, or by the
-    full path with ``full_paths``.
+    the parsing). On a local disk the logs are read ``_BATCH`` at a time with one call (:meth:`TableStorage.read_ends`;
+    no stream object, whose cost per log would exceed the parse), each by its two ends (``_HEAD`` and ``_TAIL``
+    bytes), which answer for a log of one sound block (:func:`~evt_toolkit.format.logfile.scan_log_ends`) of any size;
+    a log they do not answer for is read whole when it is at most ``READ_AHEAD`` bytes, else through a stream (which
+    reads only what its blocks' framing needs). Once a batch holds more such logs than not, the rest of the scan reads
+    a longer head when they were one-block logs whose headers ended past it (a wide schema; the head then holds the
+    longest such headers and a quarter more), else every small log whole and every larger one through a stream. On an
+    object store every log goes through a stream (one GET, or none when prefetched, see
+    :meth:`TableStorage.open_input`). Blocks (and errors) are named by ``rel``, or by the full path with
+    ``full_paths``.
 
     Raises (when the iteration reaches the log):
         ObjectNotFoundError: the log is gone. StorageError: it cannot be read. LogFormatError: its framing is broken.
     """
     local = storage.is_local
     head = _HEAD
+    large_by_ends = True  # logs over READ_AHEAD are read by their ends too, until the scan reads small logs whole
     for start in range(0, len(logs), _BATCH):
         batch = logs[start : start + _BATCH]
-        small = [item for item in batch if item[1] <= READ_AHEAD] if local else []
-        parts = iter(storage.read_ends(small, head, _TAIL) if small else ())
+        by_ends = [item for item in batch if large_by_ends or item[1] <= READ_AHEAD] if local else []
+        parts = iter(storage.read_ends(by_ends, head, _TAIL) if by_ends else ())
         ends = whole = longer = 0  # logs read by their ends; of them read again whole; of those, longer headers only
         need = head
         for rel, size in batch:
             name = storage.full_path(rel) if full_paths else rel
-            if not local or size > READ_AHEAD:
+            if not local or (size > READ_AHEAD and not large_by_ends):
                 with storage.open_input(rel) as f:
                     yield list(scan_log_blocks(f, size, name))
                 continue
-            part = next(parts)
+            part: bytes | tuple[bytes, bytes] | StorageError | None = next(parts)
             retried = False
             if type(part) is tuple:
                 ends += 1
-                blocks = scan_log_ends(part[0], part[1], size, name)
-                if blocks is not None:
-                    yield blocks
+                answer = scan_log_ends(part[0], part[1], size, name)
+                if answer is not None:
+                    yield answer
                     continue
                 whole += 1  # not one sound block in the bytes at hand: read it whole
                 retried = True
-                part = storage.read_ends([(rel, size)], READ_AHEAD, 0)[0]
-            if isinstance(part, StorageError):
-                raise part
-            data = cast(bytes, part)
-            if len(data) < size:  # shorter than listed: the stream path names the missing bytes
-                blocks = list(scan_log_blocks(io.BytesIO(data), size, name))
-            else:
-                blocks = list(scan_log_blocks(data, size, name))
+                if size > READ_AHEAD:  # through a stream, which reads what the blocks' framing needs
+                    with storage.open_input(rel) as f:
+                        blocks = list(scan_log_blocks(f, size, name))
+                    part = None
+                else:
+                    part = storage.read_ends([(rel, size)], READ_AHEAD, 0)[0]
+            if part is not None:
+                if isinstance(part, StorageError):
+                    raise part
+                data = cast(bytes, part)
+                if len(data) < size:  # shorter than listed: the stream path names the missing bytes
+                    blocks = list(scan_log_blocks(io.BytesIO(data), size, name))
+                else:
+                    blocks = list(scan_log_blocks(data, size, name))
             if retried and len(blocks) == 1 and blocks[0].content_offset > head and not blocks[0].is_corrupt:
                 longer += 1  # one block whose headers end past the head (a wide schema)
                 need = max(need, blocks[0].content_offset)
             yield blocks
         if whole * 2 > ends:  # most logs here need more than their ends
             # Mostly longer headers (a wide schema): a longer head, with room; else (more blocks, other shapes) the
-            # rest is read whole.
+            # rest is read whole, the larger logs through a stream.
             wider = need + need // 4
-            head = wider if longer * 2 > whole and wider + _TAIL < READ_AHEAD else READ_AHEAD
+            if longer * 2 > whole and wider + _TAIL < READ_AHEAD:
+                head = wider
+            else:
+                head = READ_AHEAD
+                large_by_ends = False
 
 
 def scan_log(storage: TableStorage, rel: str, size: int, *, full_paths: bool = False) -> list[LogBlock]:

@@ -1,9 +1,9 @@
 """``storage.log_blocks.scan_logs``: the one way logs' blocks are listed on storage, batched local reads included.
 
 Checked against the parser run on the file's bytes read independently (``Path.read_bytes``), on a local table
-folder: small logs (read 32 at a time with ``pread``), a log over ``READ_AHEAD`` (streamed), multi-block logs, a log
-that grew after it was listed, one shorter than listed (scanned as the stream path scans it), a missing one and a
-folder standing under a log's name.
+folder: small logs (read 32 at a time with ``pread``), logs over ``READ_AHEAD`` (by their two ends when they hold one
+block, else streamed), multi-block logs, a log that grew after it was listed, one shorter than listed (scanned as the
+stream path scans it), a missing one and a folder standing under a log's name.
 """
 
 from __future__ import annotations
@@ -210,3 +210,44 @@ def test_multi_block_logs_are_read_whole_after_one_batch_of_trying_their_ends(tm
         assert blocks == _expected(tmp_path, rel, size) and len(blocks) == 2, rel
     first = logs[:32]
     assert read == sum(4096 + 12 + size for _, size in first) + sum(size for _, size in logs[32:])
+
+
+def test_large_one_block_logs_are_read_by_their_ends(tmp_path: Path) -> None:
+    """A log of one block over ``READ_AHEAD`` (a compaction-sized append) is known by its two ends, like a small one:
+    two reads of 4,096 + 12 bytes in all per log, no stream, the content between never read."""
+    logs = []
+    for i in range(40):
+        rel = f"p{i % 2}/.big{i}_20250101000000000.log.1_0-1-0"
+        data = _data_block(f"2025010100000{i % 10}000", READ_AHEAD + 1000 * i)
+        tmp_path.joinpath(rel).parent.mkdir(parents=True, exist_ok=True)
+        tmp_path.joinpath(rel).write_bytes(data)
+        logs.append((rel, len(data)))
+    storage = TableStorage.from_uri(str(tmp_path))
+    before = storage.request_counts()
+    got = list(scan_logs(storage, logs))
+    counts = storage.request_counts() - before
+    for (rel, size), blocks in zip(logs, got, strict=True):
+        assert blocks == _expected(tmp_path, rel, size) and len(blocks) == 1, rel
+    assert counts.get == 2 * len(logs)  # an open of a stream would count one more each
+    assert counts.bytes_read == len(logs) * (4096 + 12) < sum(size for _, size in logs) // 10
+
+
+def test_large_multi_block_logs_go_to_streams_after_one_batch_of_trying_their_ends(tmp_path: Path) -> None:
+    """Logs over ``READ_AHEAD`` of several blocks: the first batch of 32 is read by the ends, then each through a
+    stream; the rest of the scan goes straight to streams (reads of a local stream are not counted in bytes, its
+    open is one request)."""
+    logs = []
+    for i in range(50):
+        rel = f"p{i % 2}/.bm{i}_20250101000000000.log.1_0-1-0"
+        data = _data_block("20250101000000000", READ_AHEAD + 10 * i) + _data_block("20250102000000000", 3000)
+        tmp_path.joinpath(rel).parent.mkdir(parents=True, exist_ok=True)
+        tmp_path.joinpath(rel).write_bytes(data)
+        logs.append((rel, len(data)))
+    storage = TableStorage.from_uri(str(tmp_path))
+    before = storage.request_counts()
+    got = list(scan_logs(storage, logs))
+    counts = storage.request_counts() - before
+    for (rel, size), blocks in zip(logs, got, strict=True):
+        assert blocks == _expected(tmp_path, rel, size) and len(blocks) == 2, rel
+    assert counts.bytes_read == 32 * (4096 + 12)
+    assert counts.get == 32 * 2 + len(logs)  # the first batch's ends, then one stream per log
