@@ -104,9 +104,12 @@ _SHARED_TEXT_MIN = 64
 #: Long header values decoded so far, by length: ``(bytes, text)``. Blocks listed together then hold one string per
 #: distinct schema instead of a copy each (a compaction run keeps the listed blocks of every planned log). A hit is
 #: a byte-for-byte comparison, so the text is exactly what decoding would give. Entries are replaced whole (one
-#: tuple), which keeps a pair consistent for threads scanning at once; the map is emptied past ``_SHARED_TEXT_SLOTS``.
+#: tuple), which keeps a pair consistent for threads scanning at once; the map is emptied before it would hold more
+#: than ``_SHARED_TEXT_SLOTS`` values or ``_SHARED_TEXT_BYTES`` bytes of them (a longer value is not kept).
 _SHARED_TEXTS: dict[int, tuple[bytes, str]] = {}
 _SHARED_TEXT_SLOTS = 256
+_SHARED_TEXT_BYTES = 8 << 20
+_shared_text_bytes = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -547,14 +550,18 @@ def _long_text(buf: bytes | bytearray, p: int, length: int) -> str:
     Raises:
         UnicodeDecodeError: the bytes are not UTF-8.
     """
+    global _shared_text_bytes
     shared = _SHARED_TEXTS.get(length)
     if shared is not None and buf.startswith(shared[0], p):
         return shared[1]
     raw = bytes(buf[p : p + length])
     text = raw.decode("utf-8")
-    if len(_SHARED_TEXTS) >= _SHARED_TEXT_SLOTS:
-        _SHARED_TEXTS.clear()
-    _SHARED_TEXTS[length] = (raw, text)
+    if length <= _SHARED_TEXT_BYTES:
+        if len(_SHARED_TEXTS) >= _SHARED_TEXT_SLOTS or _shared_text_bytes + length > _SHARED_TEXT_BYTES:
+            _SHARED_TEXTS.clear()
+            _shared_text_bytes = 0
+        _SHARED_TEXTS[length] = (raw, text)
+        _shared_text_bytes += length  # a replaced value of the same length still counts: an earlier emptying, no more
     return text
 
 

@@ -512,6 +512,14 @@ class TestSyntheticFraming:
         data = b"".join(encode_block(BlockType.AVRO_DATA, {HeaderKey.SCHEMA: v}) for v in values)
         assert [bl.schema_json for bl in read_log_blocks_bytes(data, "x.log")] == values
         assert 0 < len(logfile._SHARED_TEXTS) <= 4
+        # and by their bytes: a value over the budget is decoded, not kept; values that would pass it empty the map
+        monkeypatch.setattr(logfile, "_SHARED_TEXT_BYTES", 200)
+        monkeypatch.setattr(logfile, "_shared_text_bytes", 0)
+        logfile._SHARED_TEXTS.clear()
+        values = ["w" * 300, "x" * 90, "y" * 100, "z" * 120]
+        data = b"".join(encode_block(BlockType.AVRO_DATA, {HeaderKey.SCHEMA: v}) for v in values)
+        assert [bl.schema_json for bl in read_log_blocks_bytes(data, "x.log")] == values
+        assert [text for _, text in logfile._SHARED_TEXTS.values()] == ["z" * 120]
 
     def test_scan_window_boundary(self, monkeypatch: pytest.MonkeyPatch) -> None:
         # A magic straddling two scan windows must still be found after a corrupt region.
