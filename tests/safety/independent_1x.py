@@ -1116,10 +1116,13 @@ class Sequence:
                     self.op_rollback_failed_instant(p)
         if "rollback_last" in pending:
             target = pending["rollback_last"]
-            # A rollback that began un-committing must be finished before reading (the README's table).
-            if target in tl.completed and not any("rollback" in a for s in tl.pending.values() for a in s):
+            # A rollback that began un-committing must be finished before reading (the README's table). Whether it
+            # began is told by a rollback instant the child left pending: one that was pending before it (another
+            # target's, left by an earlier crash) says nothing about this one.
+            began = [r for r in tl.pending_actions("rollback") if r not in before.pending]
+            if target in tl.completed and not began:
                 return
-            if target in tl.completed or target in tl.pending:
+            if began or target in tl.completed or target in tl.pending:
                 self.resume_rollback(target)
                 self.note(f"  rollback of {target} resumed")
             w = next(w for w in writes if w.requested == target)
