@@ -83,10 +83,10 @@ def scan_logs(
         ObjectNotFoundError: the log is gone. StorageError: it cannot be read. LogFormatError: its framing is broken.
     """
     local = storage.is_local
-    head = _HEAD
-    large_by_ends = True  # logs over READ_AHEAD are read by their ends too, until the scan reads small logs whole
+    head = _HEAD  # READ_AHEAD once the scan reads small logs whole: then larger ones go straight to a stream
     for start in range(0, len(logs), _BATCH):
         batch = logs[start : start + _BATCH]
+        large_by_ends = head < READ_AHEAD
         by_ends = [item for item in batch if large_by_ends or item[1] <= READ_AHEAD] if local else []
         parts = iter(storage.read_ends(by_ends, head, _TAIL) if by_ends else ())
         ends = whole = longer = 0  # logs read by their ends; of them read again whole; of those, longer headers only
@@ -94,8 +94,7 @@ def scan_logs(
         for rel, size in batch:
             name = storage.full_path(rel) if full_paths else rel
             if not local or (size > READ_AHEAD and not large_by_ends):
-                with storage.open_input(rel) as f:
-                    yield list(scan_log_blocks(f, size, name))
+                yield _streamed(storage, rel, size, name)
                 continue
             part: bytes | tuple[bytes, bytes] | StorageError | None = next(parts)
             retried = False
@@ -108,8 +107,7 @@ def scan_logs(
                 whole += 1  # not one sound block in the bytes at hand: read it whole
                 retried = True
                 if size > READ_AHEAD:  # through a stream, which reads what the blocks' framing needs
-                    with storage.open_input(rel) as f:
-                        blocks = list(scan_log_blocks(f, size, name))
+                    blocks = _streamed(storage, rel, size, name)
                     part = None
                 else:
                     part = storage.read_ends([(rel, size)], READ_AHEAD, 0)[0]
@@ -129,11 +127,13 @@ def scan_logs(
             # Mostly longer headers (a wide schema): a longer head, with room; else (more blocks, other shapes) the
             # rest is read whole, the larger logs through a stream.
             wider = need + need // 4
-            if longer * 2 > whole and wider + _TAIL < READ_AHEAD:
-                head = wider
-            else:
-                head = READ_AHEAD
-                large_by_ends = False
+            head = wider if longer * 2 > whole and wider + _TAIL < READ_AHEAD else READ_AHEAD
+
+
+def _streamed(storage: TableStorage, rel: str, size: int, name: str) -> list[LogBlock]:
+    """The blocks of one log read through a stream (:meth:`TableStorage.open_input`)."""
+    with storage.open_input(rel) as f:
+        return list(scan_log_blocks(f, size, name))
 
 
 def scan_log(storage: TableStorage, rel: str, size: int, *, full_paths: bool = False) -> list[LogBlock]:
