@@ -37,6 +37,13 @@ from tests.conftest import LOG_FILES_DIR, SKIP_NO_SHARED, TABLES_DIR
 
 FUZZ_EXAMPLES = int(os.environ.get("EVT_FUZZ_EXAMPLES", "60"))
 PER_EXAMPLE_SECONDS = 10
+#: The real-log properties' settings: ``EVT_FUZZ_EXAMPLES`` examples, derandomized unless ``EVT_FUZZ_RANDOM`` is set.
+FUZZ_SETTINGS = settings(
+    max_examples=FUZZ_EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    derandomize=os.environ.get("EVT_FUZZ_RANDOM") is None,
+)
 
 
 def fuzz_inputs() -> list[Path]:
@@ -125,12 +132,7 @@ def test_mutated_real_logs_fail_cleanly(path: Path) -> None:
     original = path.read_bytes()
     scan_and_decode(original)  # sanity: the unmutated file is sound
 
-    @settings(
-        max_examples=FUZZ_EXAMPLES,
-        deadline=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-        derandomize=os.environ.get("EVT_FUZZ_RANDOM") is None,
-    )
+    @FUZZ_SETTINGS
     @given(ops=st.lists(mutation, min_size=1, max_size=4))
     def check(ops: list[tuple[str, int, object]]) -> None:
         data = mutate(original, ops)
@@ -158,12 +160,7 @@ def test_read_size_does_not_change_the_outcome(path: Path) -> None:
     """The scanner reads a file in windows; however small they are, it sees what a scan of the bytes sees."""
     original = path.read_bytes()
 
-    @settings(
-        max_examples=max(10, FUZZ_EXAMPLES // 2),
-        deadline=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-        derandomize=os.environ.get("EVT_FUZZ_RANDOM") is None,
-    )
+    @settings(FUZZ_SETTINGS, max_examples=max(10, FUZZ_EXAMPLES // 2))
     @given(ops=st.lists(mutation, min_size=0, max_size=3), read_ahead=st.sampled_from([1, 7, 64, 1 << 16]))
     def check(ops: list[tuple[str, int, object]], read_ahead: int) -> None:
         data = mutate(original, ops)
@@ -195,12 +192,7 @@ def test_a_log_known_by_its_two_ends_is_known_as_its_whole_bytes_say(path: Path)
     assert scan_log_ends(original, original[-12:], len(original), "fuzz.log") is None  # the head is the whole file
     answered = 0
 
-    @settings(
-        max_examples=FUZZ_EXAMPLES,
-        deadline=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-        derandomize=os.environ.get("EVT_FUZZ_RANDOM") is None,
-    )
+    @FUZZ_SETTINGS
     @given(
         ops=st.lists(mutation, min_size=0, max_size=3),
         head=st.sampled_from([26, 100, need, need + 40, 4096]),
@@ -247,12 +239,7 @@ def test_header_values_are_what_each_block_s_bytes_say(path: Path) -> None:
     in_headers = st.tuples(st.just("flip"), st.integers(min_value=30, max_value=headers_end - 1), st.integers(0, 7))
     compared = 0
 
-    @settings(
-        max_examples=FUZZ_EXAMPLES,
-        deadline=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-        derandomize=os.environ.get("EVT_FUZZ_RANDOM") is None,
-    )
+    @FUZZ_SETTINGS
     @given(ops=st.lists(st.one_of(in_headers, in_headers, mutation), min_size=1, max_size=3))
     @example(ops=[("flip", headers_end - 1, 0)])
     def check(ops: list[tuple[str, int, object]]) -> None:

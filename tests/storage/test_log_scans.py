@@ -44,6 +44,17 @@ def _logs(root: Path, n: int) -> list[tuple[str, int]]:
     return out
 
 
+def _write_logs(root: Path, name: str, datas: list[bytes]) -> list[tuple[str, int]]:
+    """One log per ``datas`` item, in two partitions, named ``.<name><i>``; their ``(rel, size)``."""
+    out = []
+    for i, data in enumerate(datas):
+        rel = f"p{i % 2}/.{name}{i}_20250101000000000.log.1_0-1-0"
+        root.joinpath(rel).parent.mkdir(parents=True, exist_ok=True)
+        root.joinpath(rel).write_bytes(data)
+        out.append((rel, len(data)))
+    return out
+
+
 def _expected(root: Path, rel: str, size: int) -> list[LogBlock]:
     return list(scan_log_blocks(root.joinpath(rel).read_bytes()[:size], size, rel))
 
@@ -194,13 +205,11 @@ def test_a_one_block_log_shorter_or_longer_than_listed_is_scanned_as_listed(tmp_
 def test_multi_block_logs_are_read_whole_after_one_batch_of_trying_their_ends(tmp_path: Path) -> None:
     """Logs of two blocks are not answered by their ends: each is read again whole, and once a batch of 32 was mostly
     such logs, the rest of the scan reads its small logs whole at once (no second read each)."""
-    logs = []
-    for i in range(70):
-        rel = f"p{i % 2}/.m{i}_20250101000000000.log.1_0-1-0"
-        data = _data_block("20250101000000000", 3000 + i) + _data_block("20250102000000000", 2000)
-        tmp_path.joinpath(rel).parent.mkdir(parents=True, exist_ok=True)
-        tmp_path.joinpath(rel).write_bytes(data)
-        logs.append((rel, len(data)))
+    logs = _write_logs(
+        tmp_path,
+        "m",
+        [_data_block("20250101000000000", 3000 + i) + _data_block("20250102000000000", 2000) for i in range(70)],
+    )
     assert all(4096 + 12 < size <= READ_AHEAD for _, size in logs)
     storage = TableStorage.from_uri(str(tmp_path))
     before = storage.request_counts()
@@ -215,13 +224,9 @@ def test_multi_block_logs_are_read_whole_after_one_batch_of_trying_their_ends(tm
 def test_large_one_block_logs_are_read_by_their_ends(tmp_path: Path) -> None:
     """A log of one block over ``READ_AHEAD`` (a compaction-sized append) is known by its two ends, like a small one:
     two reads of 4,096 + 12 bytes in all per log, no stream, the content between never read."""
-    logs = []
-    for i in range(40):
-        rel = f"p{i % 2}/.big{i}_20250101000000000.log.1_0-1-0"
-        data = _data_block(f"2025010100000{i % 10}000", READ_AHEAD + 1000 * i)
-        tmp_path.joinpath(rel).parent.mkdir(parents=True, exist_ok=True)
-        tmp_path.joinpath(rel).write_bytes(data)
-        logs.append((rel, len(data)))
+    logs = _write_logs(
+        tmp_path, "big", [_data_block(f"2025010100000{i % 10}000", READ_AHEAD + 1000 * i) for i in range(40)]
+    )
     storage = TableStorage.from_uri(str(tmp_path))
     before = storage.request_counts()
     got = list(scan_logs(storage, logs))
@@ -236,13 +241,14 @@ def test_large_multi_block_logs_go_to_streams_after_one_batch_of_trying_their_en
     """Logs over ``READ_AHEAD`` of several blocks: the first batch of 32 is read by the ends, then each through a
     stream; the rest of the scan goes straight to streams (reads of a local stream are not counted in bytes, its
     open is one request)."""
-    logs = []
-    for i in range(50):
-        rel = f"p{i % 2}/.bm{i}_20250101000000000.log.1_0-1-0"
-        data = _data_block("20250101000000000", READ_AHEAD + 10 * i) + _data_block("20250102000000000", 3000)
-        tmp_path.joinpath(rel).parent.mkdir(parents=True, exist_ok=True)
-        tmp_path.joinpath(rel).write_bytes(data)
-        logs.append((rel, len(data)))
+    logs = _write_logs(
+        tmp_path,
+        "bm",
+        [
+            _data_block("20250101000000000", READ_AHEAD + 10 * i) + _data_block("20250102000000000", 3000)
+            for i in range(50)
+        ],
+    )
     storage = TableStorage.from_uri(str(tmp_path))
     before = storage.request_counts()
     got = list(scan_logs(storage, logs))
