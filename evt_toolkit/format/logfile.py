@@ -55,6 +55,8 @@ _FOOTER_SLACK = 56
 _I32 = struct.Struct(">i").unpack_from
 _I64 = struct.Struct(">q").unpack_from
 _I32I32 = struct.Struct(">ii").unpack_from
+# A block's last 12 bytes: the footer's entry count and the reverse pointer (the block's size).
+_I32I64 = struct.Struct(">iq").unpack_from
 # magic, blockSize, version, block type, header entry count: the first 26 bytes of a version-1 block.
 _HEAD = struct.Struct(">6sqiii").unpack_from
 
@@ -589,12 +591,13 @@ def _sound_block(
     if tail is None:
         if end > n:
             return None
-        back, at = buf, end - 8  # where the reverse pointer is (the footer's entry count just before it)
+        back, at = buf, end - 12  # where the footer's entry count is (the reverse pointer right after it)
     else:
         if end != file_size or len(tail) < 12:
             return None
-        back, at = tail, len(tail) - 8
-    if _I64(back, at)[0] != block_size + _MAGIC_LEN:
+        back, at = tail, len(tail) - 12
+    footer_count, reverse = _I32I64(back, at)
+    if reverse != block_size + _MAGIC_LEN:
         return None
     if file_size - (pos + _PREFIX_LEN + block_size) >= _MAGIC_LEN and buf[end : end + _MAGIC_LEN] != MAGIC:
         return None  # the next magic is not in buf, or the bytes after the block are not a magic
@@ -616,9 +619,7 @@ def _sound_block(
             if key is None or length < 0 or p + length > stop:
                 return None
             try:
-                entries[key] = (
-                    buf[p : p + length].decode("utf-8") if length < _SHARED_TEXT_MIN else _long_text(buf, p, length)
-                )
+                entries[key] = buf[p : p + length].decode() if length < _SHARED_TEXT_MIN else _long_text(buf, p, length)
             except UnicodeDecodeError:
                 return None
             p += length
@@ -627,7 +628,7 @@ def _sound_block(
         return None
     content_length = _I64(buf, p)[0]
     p += 8
-    if content_length < 0 or p + content_length + 4 != limit or _I32(back, at - 4)[0] != 0:
+    if content_length < 0 or p + content_length + 4 != limit or footer_count != 0:
         return None  # fields that do not add up, or a footer: the field-by-field path reads it
     return _sound_log_block(path, pos, _PREFIX_LEN + block_size, block_type, header, pos - o + p, content_length)
 

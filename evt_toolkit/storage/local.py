@@ -128,11 +128,13 @@ class ArrowBackend:
         the caller to raise when it gets to that file: the files before it are answered as a loop would answer them.
         """
         out: list[bytes | tuple[bytes, bytes] | StorageError] = []
-        read = reads = 0
+        append = out.append
+        read = 0
+        pairs = 0  # files read at both ends: two reads each
         whole = head + tail
+        prefix = self._prefix
         for rel, size in items:
-            full = self.full(rel)
-            reads += 1
+            full = prefix + rel if rel and rel[0] != "/" else self.full(rel)
             try:
                 fd = os.open(full, _READ_FLAGS)
                 try:
@@ -144,14 +146,14 @@ class ArrowBackend:
                         last = os.pread(fd, tail, size - tail)
                         data = (first, last)
                         read += len(first) + len(last)
-                        reads += 1
+                        pairs += 1
                 finally:
                     os.close(fd)
             except OSError as exc:
-                out.append(_read_failure(full, exc))
+                append(_read_failure(full, exc))
                 continue
-            out.append(data)
-        record(self.counter, "get", reads, read=read)
+            append(data)
+        record(self.counter, "get", len(items) + pairs, read=read)
         return out
 
     def get_local_ranges(self, rel: str, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
