@@ -18,7 +18,8 @@ max beside it) with the bytes it reads, and the physical floor of the first one:
 * **decode**: read every data block's content, decode it to Arrow and take the minimum of the event-time column.
 
 The methods run interleaved, one round of each per repeat (the header scan and the floor, which are cheap, three
-rounds per repeat), so a burst of load on the shared machine hits all of them alike. The process CPU time of the
+rounds per repeat), so a burst of load on the shared machine hits all of them alike; the order turns by one method
+every round, so none is always first. The process CPU time of the
 header scan and of the floor is recorded too (``header_cpu_s / io_floor_cpu_s``, for information: other processes'
 load does not move it). The three answers are compared log file by log file (``agree``). Bytes are counted in a separate
 untimed pass, so the timed runs read with no wrapper.
@@ -294,11 +295,13 @@ def run(workdir: Path, logs: int = 1_000, repeat: int = MIN_REPEAT) -> dict[str,
     times: dict[str, list[float]] = {k: [] for k in rounds}
     cpu: dict[str, list[float]] = {k: [] for k in rounds}
     # The header scan, the scan alone and their floor are cheap: they get three times the rounds, which steadies their
-    # medians on a shared machine. Round 0 warms the page cache and the imports.
+    # medians on a shared machine. Round 0 warms the page cache and the imports. The order turns by one method every
+    # round: the first call of a round runs a few per cent slower than the same call right after it (measured with
+    # one method timed twice in a row), so no method is always the first.
     for i in range(3 * repeat + 1):
-        for name, fn in rounds.items():
-            if i > repeat and name not in ("header", "scan", "io_floor"):
-                continue
+        names = [n for n in rounds if i <= repeat or n in ("header", "scan", "io_floor")]
+        for name in names[i % len(names) :] + names[: i % len(names)]:
+            fn = rounds[name]
             cpu_start = time.process_time()
             seconds, _ = timed(fn)
             if i:

@@ -467,6 +467,18 @@ class TestSyntheticFraming:
         [block] = read_log_blocks_bytes(encode_block(BlockType.COMMAND, {}, footer={HeaderKey.INSTANT_TIME: "7"}), "x")
         assert dict(block.footer) == {HeaderKey.INSTANT_TIME: "7"}
 
+    def test_a_footer_count_without_its_entries_fails_every_path(self) -> None:
+        # The sizes all add up (content, a 4-byte footer count, the reverse pointer) but the count says one entry: the
+        # one-struct-call path must not take the block as sound; the field-by-field path names the count.
+        good = encode_block(BlockType.AVRO_DATA, {HeaderKey.INSTANT_TIME: "20250101000000000"}, b"\x00" * 40)
+        bad = good[:-12] + struct.pack(">i", 1) + good[-8:]
+        assert logfile.scan_log_ends(good[:30], good[-12:], len(good), "f.log") is None  # headers past the head
+        assert logfile.scan_log_ends(good[:-20], good[-12:], len(good), "f.log") is not None
+        assert logfile.scan_log_ends(bad[:-20], bad[-12:], len(bad), "f.log") is None
+        for source in (bad, io.BytesIO(bad)):
+            with pytest.raises(LogFormatError, match="footer entry count 1"):
+                list(scan_log_blocks(source, len(bad), "f.log"))
+
     @pytest.mark.parametrize("value", ["12a", "", " 1_000", "١٢", "1.5"])
     def test_min_event_time_must_be_decimal(self, value: str) -> None:
         [block] = read_log_blocks_bytes(encode_block(BlockType.AVRO_DATA, {HeaderKey.MIN_EVENT_TIME: value}), "f.log")
