@@ -279,9 +279,9 @@ def by_decode(t: HudiTable, logs: list[Any], counting: bool = False) -> tuple[di
 METHODS: dict[str, Method] = {"header": by_header, "write_stats": by_write_stats, "decode": by_decode}
 
 
-def run(workdir: Path, logs: int = 1_000, repeat: int = MIN_REPEAT) -> dict[str, Any]:
+def run(workdir: Path, n_logs: int = 1_000, repeat: int = MIN_REPEAT) -> dict[str, Any]:
     """Build the table in ``workdir`` and time the methods, interleaved, ``repeat`` rounds after one warm-up."""
-    table_info = build(workdir / "b1", logs)
+    table_info = build(workdir / "b1", n_logs)
     t = HudiTable.open(workdir / "b1")
     logs = latest_logs(t)
     ranges, n_blocks = header_ranges(t, logs)
@@ -309,8 +309,8 @@ def run(workdir: Path, logs: int = 1_000, repeat: int = MIN_REPEAT) -> dict[str,
                 cpu[name].append(time.process_time() - cpu_start)
     methods: dict[str, Any] = {}
     answers: dict[str, dict[str, int | None]] = {}
-    for name, fn in METHODS.items():
-        answers[name], read = fn(t, logs, True)
+    for name, method in METHODS.items():
+        answers[name], read = method(t, logs, True)
         methods[name] = {
             **Measured.of(times[name]).to_dict(),
             "bytes_read": read,
