@@ -820,6 +820,11 @@ class Sequence:
         nothing changes (the step-differential check holds the table to it)."""
         tl = self.fresh().timeline
         done = [i.time for i in tl.instants if i.action == "commit" and i.is_completed]
+        # A write whose rollback a crash left pending is gone from the timeline but not yet rolled back: rolling it back
+        # again resumes that rollback and must succeed (the step's checks then hold the table to the oracle).
+        resumable = {
+            self._rollback_target(i.time) for i in tl.instants if i.action == "rollback" and not i.is_completed
+        }
         gone = sorted(set(self.batches) - {i.time for i in tl.instants})
         choices: list[tuple[str, str]] = [("run", c) for c in done] + [("unschedule", c) for c in done]
         choices += [("rollback", g) for g in gone]
@@ -841,6 +846,10 @@ class Sequence:
                 lambda t: t.rollback(instant),
                 ["rollback", str(self.path), instant, "--yes"],
             )
+        if what == "rollback" and instant in resumable:
+            if out.refused:
+                raise self.fail(f"resuming the pending rollback of {instant} was refused: {out.refused}")
+            return Outcome("again-rollback-resumed", crashed=out.crashed)
         if not out.refused and not out.crashed and what != "unschedule":  # unschedule reports its refusal
             raise self.fail(f"{what} of {instant} again was not refused")
         return Outcome(f"again-{what}", refused=out.refused, crashed=out.crashed)

@@ -40,6 +40,14 @@ def test_sequences(tmp_path: Path, seed: int) -> None:
             out.write(f"seed {seed} {summary(seq)} {seq.counts}\n")
 
 
+def test_rolling_back_again_a_write_whose_rollback_was_killed_resumes_that_rollback(tmp_path: Path) -> None:
+    # Seed 11517: a rollback of the last write is killed once the write's instant is gone (its rollback pending); two
+    # steps later "roll it back again" is drawn. That resumes the pending rollback and must succeed (an earlier tester
+    # expected a refusal, as for a write rolled back to the end); the step's checks then hold the table to the oracle.
+    seq = run_sequence(11517, 40, tmp_path)
+    assert seq.counts.get("again-rollback-resumed") == 1
+
+
 # -- helpers for the pinned defects ------------------------------------------------------------------------------------
 
 
