@@ -817,7 +817,8 @@ class Sequence:
 
     def op_rerun(self) -> Outcome:
         """Run a completed compaction again, unschedule it, or roll back an instant already rolled back: refused,
-        nothing changes (the step-differential check holds the table to it)."""
+        nothing changes (the step-differential check holds the table to it). A write whose rollback a crash left
+        pending is the exception: rolling it back again resumes that rollback, which must succeed."""
         tl = self.fresh().timeline
         done = [i.time for i in tl.instants if i.action == "commit" and i.is_completed]
         # A write whose rollback a crash left pending is gone from the timeline but not yet rolled back: rolling it back
