@@ -29,26 +29,22 @@ def _data_block(instant: str, content_len: int) -> bytes:
 
 def _logs(root: Path, n: int) -> list[tuple[str, int]]:
     """``n`` logs of one to three blocks; every seventh holds a block larger than ``READ_AHEAD``."""
-    out = []
+    datas = []
     for i in range(n):
-        rel = f"p{i % 3}/.f{i}_20250101000000000.log.1_0-1-0"
         data = _data_block(f"2025010100000{i % 10:01d}000", 100 + 37 * i)
         if i % 2:
             data += encode_rollback_command_block(f"2025010200000{i % 10}000", f"2025010100000{i % 10}000")
         if i % 7 == 3:
             data += _data_block("20250103000000000", READ_AHEAD + 10)
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-        out.append((rel, len(data)))
-    return out
+        datas.append(data)
+    return _write_logs(root, "f", datas, partitions=3)
 
 
-def _write_logs(root: Path, name: str, datas: list[bytes]) -> list[tuple[str, int]]:
-    """One log per ``datas`` item, in two partitions, named ``.<name><i>``; their ``(rel, size)``."""
+def _write_logs(root: Path, name: str, datas: list[bytes], partitions: int = 2) -> list[tuple[str, int]]:
+    """One log per ``datas`` item over ``partitions`` partitions, named ``.<name><i>``; their ``(rel, size)``."""
     out = []
     for i, data in enumerate(datas):
-        rel = f"p{i % 2}/.{name}{i}_20250101000000000.log.1_0-1-0"
+        rel = f"p{i % partitions}/.{name}{i}_20250101000000000.log.1_0-1-0"
         root.joinpath(rel).parent.mkdir(parents=True, exist_ok=True)
         root.joinpath(rel).write_bytes(data)
         out.append((rel, len(data)))
@@ -144,17 +140,13 @@ def _one_block_logs(root: Path, schema_fields: int, n: int) -> list[tuple[str, i
     schema = json.dumps(
         {"type": "record", "name": "r", "fields": [{"name": f"c{i:04d}", "type": "long"} for i in range(schema_fields)]}
     )
-    out = []
-    for i in range(n):
-        rel = f"p{i % 2}/.g{schema_fields}-{i}_20250101000000000.log.1_0-1-0"
-        content = 4096 + 97 * i
-        data = encode_block(
-            AVRO_DATA, {0: f"2025010100000{i % 10}000", 2: schema, 100: str(1000 + i)}, b"\x05" * content
+    datas = [
+        encode_block(
+            AVRO_DATA, {0: f"2025010100000{i % 10}000", 2: schema, 100: str(1000 + i)}, b"\x05" * (4096 + 97 * i)
         )
-        root.joinpath(rel).parent.mkdir(parents=True, exist_ok=True)
-        root.joinpath(rel).write_bytes(data)
-        out.append((rel, len(data)))
-    return out
+        for i in range(n)
+    ]
+    return _write_logs(root, f"g{schema_fields}-", datas)
 
 
 @pytest.mark.parametrize("schema_fields", [3, 150, 1520])
