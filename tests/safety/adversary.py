@@ -79,6 +79,7 @@ from evt_toolkit.compaction.strategy import (
 from evt_toolkit.errors import EvtError, ReadError
 from evt_toolkit.faults import ENV_VAR
 from evt_toolkit.format.names import LogFileName
+from evt_toolkit.table.timeline import Timeline
 from evt_toolkit.write.bucket import bucket_ids
 from tests.faults.forked import run_forked
 
@@ -772,14 +773,14 @@ class Sequence:
             choices += [writes[-1]] * 3 + [self.rng.choice(writes)]
         choices += list(self.pending_writes) * 2
         choices += [c for c, inflight in self.pending_compactions() if inflight] * 2
-        choices += [i.time for i in tl.instants if i.action == "rollback" and not i.is_completed]
+        pending_rb = self._pending_rollbacks(tl)
+        choices += list(pending_rb)
         if not choices:
             return Outcome("rollback (nothing to roll back)")
         target = self.rng.choice(choices)
-        pending_rb = [i for i in tl.instants if i.action == "rollback" and not i.is_completed]
-        if target in {i.time for i in pending_rb}:
+        if target in pending_rb:
             # A pending rollback is resumed by rolling back its target again.
-            plan_target = self._rollback_target(target)
+            plan_target = pending_rb[target]
             if plan_target is None:
                 return Outcome("rollback (pending rollback without a readable plan)")
             target = plan_target
@@ -790,13 +791,16 @@ class Sequence:
             ["rollback", str(self.path), target, "--yes"],
         )
 
-    def _rollback_target(self, rollback_instant: str) -> str | None:
-        t = self.fresh()
-        for i in t.timeline.instants:
-            if i.time == rollback_instant and i.action == "rollback":
+    @staticmethod
+    def _pending_rollbacks(tl: Timeline) -> dict[str, str | None]:
+        """Each pending rollback's instant and the write its plan rolls back (``None``: no readable plan)."""
+        out: dict[str, str | None] = {}
+        for i in tl.instants:
+            if i.action == "rollback" and not i.is_completed:
+                out[i.time] = None
                 with contextlib.suppress(EvtError):
-                    return t.timeline.rollback_plan(i).target
-        return None
+                    out[i.time] = tl.rollback_plan(i).target
+        return out
 
     def op_recover(self) -> Outcome:
         """The common recovery: roll back every failed write (and resume pending rollbacks)."""
@@ -823,9 +827,7 @@ class Sequence:
         done = [i.time for i in tl.instants if i.action == "commit" and i.is_completed]
         # A write whose rollback a crash left pending is gone from the timeline but not yet rolled back: rolling it back
         # again resumes that rollback and must succeed (the step's checks then hold the table to the oracle).
-        resumable = {
-            self._rollback_target(i.time) for i in tl.instants if i.action == "rollback" and not i.is_completed
-        }
+        resumable = set(self._pending_rollbacks(tl).values())
         gone = sorted(set(self.batches) - {i.time for i in tl.instants})
         choices: list[tuple[str, str]] = [("run", c) for c in done] + [("unschedule", c) for c in done]
         choices += [("rollback", g) for g in gone]
