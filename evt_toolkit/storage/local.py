@@ -132,9 +132,8 @@ class ArrowBackend:
         read = 0
         pairs = 0  # files read at both ends: two reads each
         whole = head + tail
-        prefix = self._prefix
         for rel, size in items:
-            full = prefix + rel if rel and rel[0] != "/" else self.full(rel)
+            full = self.full(rel)
             try:
                 fd = os.open(full, _READ_FLAGS)
                 try:
