@@ -1122,7 +1122,7 @@ class Sequence:
             began = [r for r in tl.pending_actions("rollback") if r not in before.pending]
             if target in tl.completed and not began:
                 return
-            if began or target in tl.completed or target in tl.pending:
+            if began or target in tl.pending:  # (still completed here means it began)
                 self.resume_rollback(target)
                 self.note(f"  rollback of {target} resumed")
             w = next(w for w in writes if w.requested == target)
