@@ -27,8 +27,7 @@ import itertools
 import struct
 import types
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field, fields
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 from evt_toolkit.errors import LogFormatError, UnsupportedFeatureError
 
@@ -114,9 +113,14 @@ _SHARED_TEXT_BYTES = 8 << 20
 _shared_text_bytes = 0
 
 
-@dataclass(frozen=True, slots=True)
-class LogBlock:
+class LogBlock(NamedTuple):
     """One block of a log file, as framed on disk (the content itself is not held).
+
+    An immutable typed record built on a tuple rather than a frozen dataclass: a scan builds one per block of every
+    log it lists, and the scanner builds a tuple in ~0.2 µs where a frozen dataclass took ~0.8 µs even with its
+    slots set through their descriptors (~1.1 µs through its ``__init__``; ~0.35 µs for ``LogBlock(...)`` here),
+    a quarter of the parse of a small log's block; a field read costs ~10 ns more. Blocks compare by their fields,
+    in order, and are not hashable (their header is a mapping), as before.
 
     Attributes:
         log_file: the path string the caller passed; used in errors and as the block's identity.
@@ -141,7 +145,7 @@ class LogBlock:
     footer: Mapping[HeaderKey, str]
     content_offset: int
     content_length: int
-    corrupt_reason: str | None = field(default=None)
+    corrupt_reason: str | None = None
 
     @property
     def instant_time(self) -> str | None:
@@ -233,43 +237,9 @@ class LogBlock:
         return int(text)
 
 
-def _block_maker() -> Callable[[str, int, int, BlockType, Mapping[HeaderKey, str], int, int], LogBlock]:
-    """A constructor of sound version-1 :class:`LogBlock` records with an empty footer, for the scanner's hot path.
-
-    A frozen dataclass's ``__init__`` goes through ``object.__setattr__`` once per field (about 1 µs for ten
-    fields, a third of the parse of a small log); setting the slots through their descriptors builds the same
-    fully initialised, immutable instance in half the time. Only the scanner uses it, for blocks it has checked.
-    """
-    new = object.__new__
-    setters = [LogBlock.__dict__[f.name].__set__ for f in fields(LogBlock)]
-    s_file, s_off, s_size, s_type, s_ver, s_head, s_foot, s_coff, s_clen, s_reason = setters
-
-    def make(
-        log_file: str,
-        offset: int,
-        size: int,
-        block_type: BlockType,
-        header: Mapping[HeaderKey, str],
-        content_offset: int,
-        content_length: int,
-    ) -> LogBlock:
-        block: LogBlock = new(LogBlock)
-        s_file(block, log_file)
-        s_off(block, offset)
-        s_size(block, size)
-        s_type(block, block_type)
-        s_ver(block, 1)
-        s_head(block, header)
-        s_foot(block, _EMPTY)
-        s_coff(block, content_offset)
-        s_clen(block, content_length)
-        s_reason(block, None)
-        return block
-
-    return make
-
-
-_sound_log_block = _block_maker()
+#: Builds a sound version-1 :class:`LogBlock` (empty footer) from its fields without the generated ``__new__``'s
+#: keyword handling: ``_new_block(LogBlock, (fields...))``. Only the scanner uses it, for blocks it has checked.
+_new_block = tuple.__new__
 
 
 class _Source:
@@ -630,7 +600,8 @@ def _sound_block(
     p += 8
     if content_length < 0 or p + content_length + 4 != limit or footer_count != 0:
         return None  # fields that do not add up, or a footer: the field-by-field path reads it
-    return _sound_log_block(path, pos, _PREFIX_LEN + block_size, block_type, header, pos - o + p, content_length)
+    size = _PREFIX_LEN + block_size
+    return _new_block(LogBlock, (path, pos, size, block_type, 1, header, _EMPTY, pos - o + p, content_length, None))
 
 
 def scan_log_blocks(f: BinaryIO | bytes | bytearray | memoryview, file_size: int, path: str) -> Iterator[LogBlock]:
@@ -686,6 +657,23 @@ def scan_log_blocks(f: BinaryIO | bytes | bytearray | memoryview, file_size: int
         blocks.append(block)
         pos += block.size
     return iter(blocks)
+
+
+def scan_log_bytes(data: bytes | bytearray, file_size: int, path: str) -> list[LogBlock]:
+    """``list(scan_log_blocks(data, file_size, path))`` for a log's bytes (at least ``file_size`` of them).
+
+    A log of one sound block (the common small log: one append) is answered by one parse, without the iterator
+    and the copies the general path makes (a fifth of the scan of a small delete log); the blocks are exactly the
+    general path's, which starts with the same parse at offset 0.
+
+    Raises:
+        LogFormatError, UnsupportedFeatureError: as :func:`scan_log_blocks`.
+    """
+    if len(data) >= file_size:
+        block = _sound_block(data, 0, 0, file_size, path)
+        if block is not None and block.size == file_size:
+            return [block]
+    return list(scan_log_blocks(data, file_size, path))
 
 
 def scan_log_ends(head: bytes, tail: bytes, file_size: int, path: str) -> list[LogBlock] | None:
@@ -795,5 +783,6 @@ __all__ = [
     "read_block_content",
     "read_log_blocks_bytes",
     "scan_log_blocks",
+    "scan_log_bytes",
     "scan_log_ends",
 ]

@@ -18,7 +18,14 @@ from dataclasses import dataclass
 from typing import cast
 
 from evt_toolkit.errors import ObjectNotFoundError, StorageError
-from evt_toolkit.format.logfile import READ_AHEAD, BlockType, LogBlock, scan_log_blocks, scan_log_ends
+from evt_toolkit.format.logfile import (
+    READ_AHEAD,
+    BlockType,
+    LogBlock,
+    scan_log_blocks,
+    scan_log_bytes,
+    scan_log_ends,
+)
 from evt_toolkit.storage.fs import TableStorage
 
 __all__ = ["BlockInstants", "read_block_instants", "scan_log", "scan_logs", "small_log_bytes", "unreadable_log"]
@@ -111,14 +118,14 @@ def scan_logs(
                     part = None
                 else:
                     part = storage.read_ends([(rel, size)], READ_AHEAD, 0)[0]
+            if isinstance(part, StorageError):
+                raise part
             if part is not None:
-                if isinstance(part, StorageError):
-                    raise part
                 data = cast(bytes, part)
                 if len(data) < size:  # shorter than listed: the stream path names the missing bytes
                     blocks = list(scan_log_blocks(io.BytesIO(data), size, name))
                 else:
-                    blocks = list(scan_log_blocks(data, size, name))
+                    blocks = scan_log_bytes(data, size, name)
             if retried and len(blocks) == 1 and blocks[0].content_offset > head and not blocks[0].is_corrupt:
                 longer += 1  # one block whose headers end past the head (a wide schema)
                 need = max(need, blocks[0].content_offset)

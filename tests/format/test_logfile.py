@@ -42,6 +42,7 @@ from evt_toolkit.format.logfile import (
     read_block_content,
     read_log_blocks_bytes,
     scan_log_blocks,
+    scan_log_bytes,
 )
 from tests.conftest import LOG_FILES_DIR, SKIP_NO_SHARED, TABLES_DIR
 
@@ -445,6 +446,39 @@ class TestSyntheticFraming:
 
     def test_empty_file_has_no_blocks(self) -> None:
         assert read_log_blocks_bytes(b"", "empty.log") == []
+
+    def test_a_log_read_whole_lists_what_the_scan_lists(self) -> None:
+        """``scan_log_bytes`` (the storage layer's list of a small log read whole) answers a log of one sound block
+        with one parse; every other shape — more blocks, a corrupt or torn tail, bytes past the listed size, fewer
+        bytes than listed — is the scan's answer, block for block (or its error)."""
+        first = avro_block(RECORDS)
+        second = command_block("20250102000000000", "20250101000000000")
+        shapes = {
+            "one block": first,
+            "two blocks": first + second,
+            "a torn second block": first + second[:20],
+            "a short tail": first + b"#HU",
+            "a corrupt first block": avro_block(RECORDS, reverse_pointer=12345) + second,
+            "no magic": b"garbage that is not a log file at all",
+        }
+        for what, data in shapes.items():
+            for size in (len(data), len(data) - 3, len(first)):
+                expected: list[LogBlock] | str
+                got: list[LogBlock] | str
+                try:
+                    expected = list(scan_log_blocks(data, size, "w.log"))
+                except LogFormatError as exc:
+                    expected = str(exc)
+                try:
+                    got = scan_log_bytes(data, size, "w.log")
+                except LogFormatError as exc:
+                    got = str(exc)
+                assert got == expected, (what, size)
+        assert len(scan_log_bytes(first + second, len(first + second), "w.log")) == 2
+        assert [b.block_type for b in scan_log_bytes(first + second[:20], len(first) + 20, "w.log")] == [
+            BlockType.AVRO_DATA,
+            BlockType.CORRUPT,
+        ]
 
     def test_header_order_is_not_significant(self) -> None:
         a = encode_block(BlockType.COMMAND, {HeaderKey.INSTANT_TIME: "1", HeaderKey.TARGET_INSTANT_TIME: "0"})

@@ -31,6 +31,7 @@ from evt_toolkit.format.logfile import (
     LogBlock,
     read_log_blocks_bytes,
     scan_log_blocks,
+    scan_log_bytes,
     scan_log_ends,
 )
 from tests.conftest import LOG_FILES_DIR, SKIP_NO_SHARED, TABLES_DIR
@@ -169,6 +170,12 @@ def test_read_size_does_not_change_the_outcome(path: Path) -> None:
         assert scan_outcome(memoryview(data), len(data), read_ahead) == expected
         # pyarrow's files (the storage layer's) are read with read_at instead of seek + read.
         assert scan_outcome(pa.BufferReader(data), len(data), read_ahead) == expected
+        # The storage layer's list of a log read whole (one parse for a log of one sound block) says the same.
+        try:
+            listed: list[LogBlock] | tuple[str, str, object] = scan_log_bytes(data, len(data), "fuzz.log")
+        except EvtError as exc:
+            listed = (type(exc).__name__, str(exc), getattr(exc, "offset", None))
+        assert listed == expected
 
     check()
 
