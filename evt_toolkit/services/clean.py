@@ -6,7 +6,8 @@ As Hudi's ``CleanPlanActionExecutor`` / ``CleanActionExecutor`` do on a v6 table
 2. ``T.clean.requested`` — ``HoodieCleanerPlan`` version 2, with ``filePathsToBeDeletedPerPartition`` holding full
    paths (Hadoop style, ``file:/…`` on a local file system) and the legacy ``filesToBeDeletedPerPartition`` empty;
 3. ``T.clean.inflight`` — the same bytes again;
-4. the files are deleted (symlinks first, so that no link is ever left pointing at a file already gone);
+4. the files are deleted (symlinks first, each before the link it points at along a chain of links, so that no link
+   is ever left pointing at a file already gone);
 5. ``T.clean`` — ``HoodieCleanMetadata`` version 2.
 
 A clean left pending by a crash is finished first, from its own plan, as ``BaseHoodieTableServiceClient.clean`` runs
@@ -49,7 +50,7 @@ from evt_toolkit.services.clean_planner import (
 from evt_toolkit.storage.links import delete_link_or_file
 from evt_toolkit.table.fs_view import list_table_files
 from evt_toolkit.table.guards import TABLE_SERVICE_VERSIONS, has_metadata_table, require_writable
-from evt_toolkit.table.links import LinkGraph, storage_symlinks, table_links
+from evt_toolkit.table.links import LinkGraph, deletion_order, storage_symlinks, table_links
 from evt_toolkit.table.timeline import (
     CLEAN,
     SAVEPOINT,
@@ -218,10 +219,11 @@ def _clean_file(table: Table, instant: str, state: str) -> str:
 def delete_files(storage: TableStorage, paths: list[str]) -> set[str]:
     """Delete ``paths`` (symlinks first) and return those deleted; a missing file counts as not deleted.
 
-    Symlinks go first so that a crash half-way never leaves a link whose target is already gone; a symlink is
-    unlinked itself, never followed.
+    Symlinks go first, each before the files it leads to along a chain of links
+    (:func:`~evt_toolkit.table.links.deletion_order`), so that a crash half-way never leaves a link whose target is
+    already gone; a symlink is unlinked itself, never followed.
     """
-    ordered = sorted(paths, key=lambda p: (not storage.is_symlink(p), p))
+    ordered = deletion_order(paths, storage_symlinks(storage, paths))
     deleted: set[str] = set()
     for rel in ordered:
         try:

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 import evt_toolkit as evt
-from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
+from evt_toolkit.compaction import EventTimeBasedCompactionStrategy, UnBoundedCompactionStrategy
 from evt_toolkit.compaction.executor import run_compaction
 from evt_toolkit.compaction.schedule import schedule_compaction
 from evt_toolkit.compaction.validate import validate_compaction
@@ -35,11 +35,13 @@ from evt_toolkit.services.clean_planner import (
     earliest_commit_to_retain,
     plan_clean,
 )
+from evt_toolkit.storage.fs import TableStorage
 from evt_toolkit.table.fs_view import BaseFile, FileGroup, FileSlice, LogFile
 from evt_toolkit.table.links import LinkGraph
 from evt_toolkit.table.retention import check_readable_at, earliest_retained
 from tests.oracle import Oracle
 from tests.services import (
+    Crash,
     build_with_compactions,
     dangling_symlinks,
     data_files,
@@ -47,6 +49,7 @@ from tests.services import (
     missing_live_files,
     symlink_count,
     timeline_names,
+    visible_dangling_symlinks,
 )
 from tests.tables import BASE, create, deletes, hudi_rs, rows, same
 
@@ -305,6 +308,61 @@ def test_a_clean_left_pending_is_finished_first(tmp_path: Path, monkeypatch: pyt
     assert res.resumed and set(res.deleted) == set(dry.files)
     same(t.refresh().read(), snap, "snapshot after the resumed clean")
     assert dangling_symlinks(t.path) == []
+
+
+def test_a_clean_killed_at_any_delete_leaves_no_link_pointing_at_a_deleted_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A clean that deletes a whole chain of links (C3.log.2 → C2.log.2 → C1.log.2 → log 2, every slice of the chain
+    superseded by a full compaction) deletes each link before what it points at: killed at any of its deletes, it
+    leaves no link dangling, the snapshot unchanged, and the next clean finishes it. (Deleting the symlinks in path
+    order removed C2's link before C3's, which then dangled until the clean ran again.)"""
+    src, _ = build_with_compactions(tmp_path / "src", "symlink")
+    t_src = evt.HudiTable.open(src.path)
+    c = schedule_compaction(t_src, UnBoundedCompactionStrategy())
+    assert c is not None
+    run_compaction(t_src, c.instant)
+    snap = t_src.refresh().read()
+    planned = set(t_src.clean(KEEP_LATEST_FILE_VERSIONS, 1).files)
+    chained = [
+        p
+        for p in planned
+        if os.path.islink(full := os.path.join(src.path, p))
+        and os.path.normpath(os.path.join(os.path.dirname(p), os.readlink(full))) in planned
+        and os.path.islink(os.path.join(src.path, os.path.dirname(p), os.readlink(full)))
+    ]
+    assert chained, "the clean must delete a link whose target is another link it deletes"
+    original_delete = TableStorage.delete_file
+    crashed_at = 0
+    for n in range(1, len(planned) + 2):
+        work = tmp_path / f"k{n}"
+        shutil.copytree(src.path, work, symlinks=True)
+        t = evt.HudiTable.open(work)
+        calls = [0]
+
+        def dying(self: TableStorage, rel: str, *, at: int = n, calls: list[int] = calls) -> None:
+            calls[0] += 1
+            if calls[0] == at:
+                raise Crash(f"cleaner killed at delete {at}")
+            original_delete(self, rel)
+
+        monkeypatch.setattr(TableStorage, "delete_file", dying)
+        try:
+            t.clean(KEEP_LATEST_FILE_VERSIONS, 1, dry_run=False)
+        except Crash:
+            crashed_at = n
+        finally:
+            monkeypatch.undo()
+        t.refresh()
+        assert visible_dangling_symlinks(t) == [], f"killed at delete {n}"
+        assert missing_live_files(t) == [], f"killed at delete {n}"
+        same(t.read(), snap, f"snapshot after the clean killed at delete {n}")
+        t.clean(KEEP_LATEST_FILE_VERSIONS, 1, dry_run=False)  # finishes a pending clean
+        same(t.refresh().read(), snap, f"snapshot after the clean killed at delete {n} was finished")
+        assert dangling_symlinks(t.path) == [] and not planned & data_files(t.path)
+        if crashed_at < n:
+            break  # this clean ran to its end: every delete was a point to be killed at
+    assert crashed_at >= len(chained) + 1
 
 
 # -- random histories --------------------------------------------------------------------------------------------------
