@@ -65,6 +65,7 @@ def query_le(t: evt.HudiTable, query_type: str, threshold: int) -> pa.Table:
 
 def run(workdir: Path, rows: int = 200_000, n_batches: int = 10, repeat: int = 3) -> dict[str, Any]:
     path = workdir / "b4"
+    shutil.rmtree(path, ignore_errors=True)  # a table kept in the work folder by an earlier run: built again
     t = evt.HudiTable.create(
         path, "events", "id", partition_by="region", ordering_field="ts", event_time_field="ev", buckets=4
     )

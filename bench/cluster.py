@@ -96,7 +96,8 @@ def run(workdir: Path, rows: int = 50_000, local_spark: Any = None) -> dict[str,
     from evt_toolkit.spark.session import get_or_create_session
 
     root = workdir / "cluster"
-    root.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(root, ignore_errors=True)  # tables kept in the work folder by an earlier run: built again
+    root.mkdir(parents=True)
     n_batches = 10
     src = _build(root / "src", _batches(rows, n_batches, keys=max(1000, rows // 4)))
     c = schedule_compaction(src, EventTimeBasedCompactionStrategy(threshold=BASE + (n_batches // 2) * 60_000))
