@@ -37,7 +37,7 @@ from evt_toolkit.services.clean_planner import (
 )
 from evt_toolkit.storage.fs import TableStorage
 from evt_toolkit.table.fs_view import BaseFile, FileGroup, FileSlice, LogFile
-from evt_toolkit.table.links import LinkGraph
+from evt_toolkit.table.links import LinkGraph, deletion_order
 from evt_toolkit.table.retention import check_readable_at, earliest_retained
 from tests.oracle import Oracle
 from tests.services import (
@@ -156,6 +156,25 @@ def test_symlink_chains_protect_every_file_they_need_and_copies_do_not() -> None
     copies = [Link(x.partition_path, x.symlink, x.target, x.compaction_instant, "copy") for x in chain]
     plan = plan_clean(_inputs([g], ["10", "20", "30"], links=copies), KEEP_LATEST_FILE_VERSIONS, 1)
     assert plan.kept_for_links == () and set(plan.paths) == _paths(s20, s10)
+
+
+def test_deletes_go_link_before_what_it_leads_to_along_chains() -> None:
+    """Every symlink before the link or log it points at (however the names sort), links before other files, a link
+    to a file outside the delete in path order, and a hand-made cycle still deleted whole."""
+    chain = {"p/.f_30.log.1": "p/.f_20.log.1", "p/.f_20.log.1": "p/.f_10.log.2", "p/.a_30.log.1": "p/.z_10.log.1"}
+    paths = ["p/.f_10.log.2", "p/.f_20.log.1", "p/.f_30.log.1", "p/base.parquet", "p/.a_30.log.1"]
+    order = deletion_order(paths, chain)
+    assert sorted(order) == sorted(paths)
+    for link, target in chain.items():
+        if target in paths:
+            assert order.index(link) < order.index(target), (link, target, order)
+    assert order[:3] == ["p/.a_30.log.1", "p/.f_30.log.1", "p/.f_20.log.1"]  # links first
+    assert order[3:] == ["p/.f_10.log.2", "p/base.parquet"]
+    # Two later links to one earlier link: both go before it.
+    fan = {"p/b": "p/a", "p/c": "p/a", "p/a": "p/x"}
+    assert deletion_order(["p/a", "p/b", "p/c"], fan) == ["p/b", "p/c", "p/a"]
+    # A cycle no compaction makes (hand-made links): nothing is left out.
+    assert sorted(deletion_order(["p/a", "p/b"], {"p/a": "p/b", "p/b": "p/a"})) == ["p/a", "p/b"]
 
 
 # -- on real tables ----------------------------------------------------------------------------------------------------
