@@ -88,11 +88,10 @@ def deletion_order(paths: Sequence[str], symlinks: Mapping[str, str]) -> list[st
         ['p/b', 'p/c', 'p/d', 'p/a']
     """
     links = sorted(p for p in paths if p in symlinks)
-    in_links = set(links)
     waiting = dict.fromkeys(links, 0)  # per link: the links among ``paths`` that point at it and are not yet out
     for link in links:
         target = symlinks[link]
-        if target in in_links and target != link:
+        if target in waiting and target != link:
             waiting[target] += 1
     ready = [link for link in links if not waiting[link]]
     heapq.heapify(ready)
