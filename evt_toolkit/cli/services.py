@@ -166,30 +166,33 @@ def _rollback_effect(action: str, state: str) -> tuple[str, bool]:
 def cmd_rollback(args: argparse.Namespace, out: Output) -> int:
     """``evt rollback``: describe the target unless ``--yes``, then roll it back."""
     t = open_table(args)
-    try:
-        inst = t.timeline.instant(args.instant)
-    except TimelineError:
-        pending = [f"{i.time} ({i.action}, {i.state.value})" for i in t.timeline.instants if not i.is_completed]
-        hint = f"; pending instants: {', '.join(pending)}" if pending else ""
-        raise TimelineError(f"no instant {args.instant} on the timeline of {t.path}{hint}") from None
-    what, possible = _rollback_effect(inst.action, inst.state.value)
-    if not possible:
-        raise RollbackError(f"cannot roll back {inst.action} {inst.time} ({inst.state.value}) of {t.path}: {what}")
+    pending_rollback = t.timeline.pending_rollback_of(args.instant)
+    if pending_rollback is not None:
+        # A rollback stopped half-way is finished whatever its target's state now (its timeline files may be gone,
+        # a compaction's plan requested again): rolling the target back again resumes it.
+        rb, plan = pending_rollback
+        found = [i for i in t.timeline.instants if i.time == args.instant and i.action != rb.action]
+        action = found[0].action if found else (plan.action or "deltacommit")
+        state = found[0].state.value if found else "no longer on the timeline"
+        what = f"the pending rollback {rb.time} of it, stopped half-way, is resumed and finished"
+    else:
+        try:
+            inst = t.timeline.instant(args.instant)
+        except TimelineError:
+            pending = [f"{i.time} ({i.action}, {i.state.value})" for i in t.timeline.instants if not i.is_completed]
+            hint = f"; pending instants: {', '.join(pending)}" if pending else ""
+            raise TimelineError(f"no instant {args.instant} on the timeline of {t.path}{hint}") from None
+        action, state = inst.action, inst.state.value
+        what, possible = _rollback_effect(action, state)
+        if not possible:
+            raise RollbackError(f"cannot roll back {action} {args.instant} ({state}) of {t.path}: {what}")
     if not args.yes:
         if args.json:
-            out.json(
-                {
-                    "dry_run": True,
-                    "instant": inst.time,
-                    "action": inst.action,
-                    "state": inst.state.value,
-                    "effect": what,
-                }
-            )
+            out.json({"dry_run": True, "instant": args.instant, "action": action, "state": state, "effect": what})
         else:
-            out.line(f"would roll back {inst.action} {inst.time} ({inst.state.value}): {what}. --yes rolls it back.")
+            out.line(f"would roll back {action} {args.instant} ({state}): {what}. --yes rolls it back.")
         return 0
-    r = t.rollback(inst.time)
+    r = t.rollback(args.instant)
     if args.json:
         out.json(r)
         return 0

@@ -428,6 +428,28 @@ def _refuse_unmergeable_blocks(
         )
 
 
+def _refuse_pending_rollback(table: Table, instant: str) -> None:
+    """Refuse to run ``instant`` while a rollback of it is pending, before anything is written.
+
+    A rollback of the run stopped half-way has already deleted some of the first attempt's files, or is about to: run
+    again now, the compaction would complete and the rollback could never finish (a completed compaction is never
+    rolled back), leaving it pending for good, and every later schedule refused. Hudi finishes such a rollback before
+    it runs the compaction again (``rollbackInflightCompaction`` reuses the pending rollback's instant); so does the
+    rollback this asks for, which also requests the plan again.
+
+    Raises:
+        PendingTableServiceError: naming the rollback, the compaction and the table.
+    """
+    pending = table.timeline.pending_rollback_of(instant)
+    if pending is not None:
+        uri = table.storage.uri
+        raise PendingTableServiceError(
+            f"cannot run compaction {instant} of {uri}: rollback {pending[0].time} of it is pending (a rollback of "
+            f"its run was stopped half-way); finish it first (t.rollback('{instant}'), or evt rollback {uri} "
+            f"{instant} --yes, resumes it and requests the plan again), then run the compaction"
+        )
+
+
 def run_compaction(
     table: Table,
     instant: str,
@@ -454,8 +476,8 @@ def run_compaction(
         TimelineError: no pending compaction at ``instant``.
         MetadataDecodeError: the plan file is cut short or otherwise undecodable (names it).
         PlanValidationError: files of the plan are missing, a link cannot be made, or the prefix rule does not hold.
-        PendingTableServiceError: (version 6) a compacted log holds blocks of a pending write, or grew while the run
-            ran (a writer appended to it); nothing is committed.
+        PendingTableServiceError: a rollback of ``instant`` is pending (finish it first); (version 6) a compacted log
+            holds blocks of a pending write, or grew while the run ran (a writer appended to it); nothing is committed.
         LogFormatError: a compacted log is corrupt (names it); nothing is committed.
         TableConfigError: ``hoodie.memory.compaction.max.size`` is not a positive number, or
             ``hoodie.memory.spillable.map.path`` is no absolute local path outside the table; refused before the
@@ -470,6 +492,7 @@ def run_compaction(
     table.refresh()
     require_writable(table, f"run compaction {instant}", versions=TABLE_SERVICE_VERSIONS, merges=True)
     _, plan = load_pending_plan(table, instant)
+    _refuse_pending_rollback(table, instant)
     extra = dict(plan.extra)
     split = exact_split or extra.get(EXTRA_EXACT_SPLIT) == "true"
     # One listing per partition serves the checks below and, when the run makes no link, the tasks run here.

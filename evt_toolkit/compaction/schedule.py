@@ -411,7 +411,7 @@ def _refuse_pending_rollbacks(table: Table) -> None:
             target = "?"
         raise PendingTableServiceError(
             f"cannot schedule a compaction on {table.storage.uri}: rollback {inst.time} of {target} is pending; "
-            f"finish it first (t.rollback('{target}') resumes it)"
+            f"finish it first (t.rollback('{target}'), or evt rollback {table.storage.uri} {target} --yes, resumes it)"
         )
 
 

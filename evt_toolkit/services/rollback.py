@@ -542,35 +542,32 @@ def _still_the_targets(storage: TableStorage, request: RollbackRequest, target: 
 
 def _resume(table: Table, instant: str) -> RollbackResult | None:
     tl = table.timeline
-    for inst in tl.instants:
-        if inst.action != ROLLBACK or inst.is_completed:
-            continue
-        plan = tl.rollback_plan(inst)
-        if plan.target != instant:
-            continue
-        action = plan.action or DELTA_COMMIT
-        _check_still_rollbackable(table, inst.time, instant, action)
-        requests = _requests_from_plan(table.storage, plan)
-        if action == DELTA_COMMIT:
-            requests = [_still_the_targets(table.storage, r, instant) for r in requests]
-        remove_abandoned_schedules(table)  # after every refusal, as for a new rollback
-        if not inst.is_inflight:
-            table.storage.write_bytes_atomic(_timeline_file(table, inst.time, ROLLBACK, INFLIGHT), b"", overwrite=True)
-        target = next((i for i in tl.instants if i.time == instant and i.action == DELTA_COMMIT), None)
-        if target is not None and target.is_completed:
-            # Killed before it un-committed the write: the commit file goes first, as on the first attempt.
-            table.storage.delete_file(_timeline_file(table, instant, DELTA_COMMIT, COMPLETED))
-        return _execute(
-            table,
-            inst.time,
-            instant,
-            action,
-            requests,
-            _target_timeline_files(table, instant, action),
-            time.monotonic(),
-            True,
-        )
-    return None
+    pending = tl.pending_rollback_of(instant)
+    if pending is None:
+        return None
+    inst, plan = pending
+    action = plan.action or DELTA_COMMIT
+    _check_still_rollbackable(table, inst.time, instant, action)
+    requests = _requests_from_plan(table.storage, plan)
+    if action == DELTA_COMMIT:
+        requests = [_still_the_targets(table.storage, r, instant) for r in requests]
+    remove_abandoned_schedules(table)  # after every refusal, as for a new rollback
+    if not inst.is_inflight:
+        table.storage.write_bytes_atomic(_timeline_file(table, inst.time, ROLLBACK, INFLIGHT), b"", overwrite=True)
+    target = next((i for i in tl.instants if i.time == instant and i.action == DELTA_COMMIT), None)
+    if target is not None and target.is_completed:
+        # Killed before it un-committed the write: the commit file goes first, as on the first attempt.
+        table.storage.delete_file(_timeline_file(table, instant, DELTA_COMMIT, COMPLETED))
+    return _execute(
+        table,
+        inst.time,
+        instant,
+        action,
+        requests,
+        _target_timeline_files(table, instant, action),
+        time.monotonic(),
+        True,
+    )
 
 
 def _compaction_requests(table: Table, inst: Instant, listing: Listing) -> list[RollbackRequest]:

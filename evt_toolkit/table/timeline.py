@@ -438,6 +438,22 @@ class Timeline:
         rel, data = self._plan_file(instant, (ROLLBACK,))
         return RollbackPlan.from_record(decode_rollback_plan(data, self._full(rel)))
 
+    def pending_rollback_of(self, target: str) -> tuple[Instant, RollbackPlan] | None:
+        """The pending rollback whose plan rolls back ``target``, with its plan (``None``: none is pending).
+
+        A rollback killed half-way stays pending; rolling ``target`` back again resumes it. Its target may be gone
+        from the timeline by then (a rollback removes its target's timeline files before it completes).
+
+        Raises:
+            MetadataDecodeError: the plan of a pending rollback is unreadable (names the file).
+        """
+        for inst in self.instants:
+            if inst.action == ROLLBACK and not inst.is_completed:
+                plan = self.rollback_plan(inst)
+                if plan.target == target:
+                    return inst, plan
+        return None
+
     def rollback_metadata(self, instant: Instant) -> dict[str, Any]:
         """``HoodieRollbackMetadata`` of a completed rollback instant."""
         data = self.read_bytes(instant, InstantState.COMPLETED)
