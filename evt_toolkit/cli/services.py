@@ -11,7 +11,7 @@ its action and state. Cleans and rollbacks write Hudi's own instants (``clean.re
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evt_toolkit.cli.options import (
     add_json,
@@ -26,6 +26,9 @@ from evt_toolkit.cli.options import (
 from evt_toolkit.cli.output import Output, count, duration
 from evt_toolkit.errors import RollbackError, TimelineError
 from evt_toolkit.format.records import CleanMetadata
+
+if TYPE_CHECKING:
+    from evt_toolkit.table.timeline import Instant
 
 __all__ = ["register"]
 
@@ -166,22 +169,23 @@ def _rollback_effect(action: str, state: str) -> tuple[str, bool]:
 def cmd_rollback(args: argparse.Namespace, out: Output) -> int:
     """``evt rollback``: describe the target unless ``--yes``, then roll it back."""
     t = open_table(args)
+    try:
+        inst: Instant | None = t.timeline.instant(args.instant)
+    except TimelineError:
+        inst = None
     pending_rollback = t.timeline.pending_rollback_of(args.instant)
     if pending_rollback is not None:
         # A rollback stopped half-way is finished whatever its target's state now (its timeline files may be gone,
         # a compaction's plan requested again): rolling the target back again resumes it.
         rb, plan = pending_rollback
-        found = [i for i in t.timeline.instants if i.time == args.instant and i.action != rb.action]
-        action = found[0].action if found else (plan.action or "deltacommit")
-        state = found[0].state.value if found else "no longer on the timeline"
+        action = inst.action if inst is not None else (plan.action or "deltacommit")
+        state = inst.state.value if inst is not None else "no longer on the timeline"
         what = f"the pending rollback {rb.time} of it, stopped half-way, is resumed and finished"
     else:
-        try:
-            inst = t.timeline.instant(args.instant)
-        except TimelineError:
+        if inst is None:
             pending = [f"{i.time} ({i.action}, {i.state.value})" for i in t.timeline.instants if not i.is_completed]
             hint = f"; pending instants: {', '.join(pending)}" if pending else ""
-            raise TimelineError(f"no instant {args.instant} on the timeline of {t.path}{hint}") from None
+            raise TimelineError(f"no instant {args.instant} on the timeline of {t.path}{hint}")
         action, state = inst.action, inst.state.value
         what, possible = _rollback_effect(action, state)
         if not possible:

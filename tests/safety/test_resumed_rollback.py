@@ -51,8 +51,8 @@ def _pending_rollbacks_set_aside(root: Path) -> Iterator[None]:
     aside.mkdir()
     moved = []
     for p in (root / ".hoodie").rglob("*.rollback.*"):
-        if "metadata" in p.relative_to(root).parts or p.name.endswith(".rollback"):
-            continue  # the metadata table's own timeline; completed rollbacks
+        if "metadata" in p.relative_to(root).parts:
+            continue  # the metadata table's own timeline
         moved.append((p, aside / p.name))
         p.rename(aside / p.name)
     assert moved, "a pending rollback to set aside"
