@@ -398,6 +398,11 @@ def _refuse_pending_rollbacks(table: Table) -> None:
     service (``rollbackFailedWrites``). Stopped before it un-committed its target, a rollback leaves the target
     committed: a plan would take its records into base files, and the rollback could then never finish.
 
+    A pending rollback that can no longer finish (:meth:`~evt_toolkit.table.timeline.Timeline.rollback_overtaken_by`:
+    killed before it changed anything, its target a write that later writes now depend on, or a compaction run to
+    completion since) does not hold planning up: nothing a plan does could make it finishable again, and refusing
+    would leave the table without compactions for good. Its resume is refused, and it changes nothing.
+
     Raises:
         PendingTableServiceError: naming the rollback, its target and the table.
     """
@@ -406,9 +411,13 @@ def _refuse_pending_rollbacks(table: Table) -> None:
         if inst.action != ROLLBACK or inst.is_completed:
             continue
         try:
-            target = timeline.rollback_plan(inst).target
+            plan = timeline.rollback_plan(inst)
         except EvtError:
             target = "?"
+        else:
+            if timeline.rollback_overtaken_by(plan):
+                continue
+            target = plan.target
         raise PendingTableServiceError(
             f"cannot schedule a compaction on {table.storage.uri}: rollback {inst.time} of {target} is pending; "
             f"finish it first (t.rollback('{target}'), or evt rollback {table.storage.uri} {target} --yes, resumes it)"

@@ -454,6 +454,26 @@ class Timeline:
                     return inst, plan
         return None
 
+    def rollback_overtaken_by(self, plan: RollbackPlan) -> tuple[Instant, ...]:
+        """The instants that keep a pending rollback with ``plan`` from finishing, as the timeline stands (empty: it
+        can finish).
+
+        A rollback un-commits its target before it changes anything else, so only a rollback killed before that step
+        can be overtaken, and it changed nothing. Its target still committed, it is overtaken by the completed
+        compaction itself when the target was a compaction's run (run again to completion since; a completed
+        compaction is never rolled back), and otherwise by every write instant after the deltacommit (only the last
+        write can be rolled back; Hudi's ``validateRollbackCommitSequence``). Those instants keep it overtaken for
+        as long as they are on the timeline: a compaction planned later is one of them, so the records of an
+        overtaken rollback's target reach a base file only once the rollback can never finish.
+        """
+        found = [i for i in self.instants if i.time == plan.target and i.action in WRITE_ACTIONS]
+        if not found or not found[0].is_completed:
+            return ()
+        current = found[0]
+        if plan.action == COMPACTION or current.action != DELTA_COMMIT:
+            return (current,)
+        return tuple(i for i in self.instants if i.time > current.time and i.action in WRITE_ACTIONS)
+
     def rollback_metadata(self, instant: Instant) -> dict[str, Any]:
         """``HoodieRollbackMetadata`` of a completed rollback instant."""
         data = self.read_bytes(instant, InstantState.COMPLETED)

@@ -30,7 +30,7 @@ import pytest
 
 import evt_toolkit as evt
 from evt_toolkit.cli import main
-from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
+from evt_toolkit.compaction import EventTimeBasedCompactionStrategy, UnBoundedCompactionStrategy
 from evt_toolkit.errors import PendingTableServiceError, RollbackError
 from tests.faults import assert_killed, run_child
 from tests.services import failed_write, missing_live_files
@@ -71,6 +71,25 @@ def _tree(root: Path) -> dict[str, int]:
     }
 
 
+def _compacts_past_the_overtaken_rollback(t: evt.HudiTable, target: str, want: Any) -> None:
+    """A pending rollback that can no longer finish does not hold compaction up for good: a full compaction is
+    scheduled and run, the answers stay, and the rollback stays pending, refused and harmless."""
+    pending = t.refresh().timeline.pending_rollback_of(target)
+    assert pending is not None, "the overtaken rollback is still pending"
+    assert t.timeline.rollback_overtaken_by(pending[1]), "nothing lets it finish"
+    c = t.compaction.schedule(UnBoundedCompactionStrategy())
+    assert c is not None, "a full compaction is planned past the overtaken rollback"
+    t.compaction.run(c.instant)
+    same(t.refresh().read(), want, "snapshot after compacting past the overtaken rollback")
+    same(hudi_rs(t.path), want, "hudi-rs snapshot after compacting past the overtaken rollback")
+    same(t.read("read_optimized"), want, "read-optimized view after the full compaction")
+    assert missing_live_files(t) == []
+    before = _tree(Path(t.path))
+    with pytest.raises(RollbackError, match=target):
+        t.rollback(target)
+    assert _tree(Path(t.path)) == before, "the overtaken rollback, resumed after the compaction, changes nothing"
+
+
 @pytest.mark.parametrize("fault", BEFORE_UNCOMMIT)
 @pytest.mark.parametrize("version", [6, 9])
 def test_a_resumed_rollback_of_the_last_write_is_refused_once_a_later_write_committed(
@@ -95,6 +114,7 @@ def test_a_resumed_rollback_of_the_last_write_is_refused_once_a_later_write_comm
     same(t.refresh().read(), want, "snapshot after the refused resume")
     same(hudi_rs(t.path), want, "hudi-rs snapshot after the refused resume")
     assert missing_live_files(t) == []
+    _compacts_past_the_overtaken_rollback(t, last, want)
 
 
 @pytest.mark.parametrize("fault", BEFORE_UNCOMMIT)
@@ -128,6 +148,7 @@ def test_a_resumed_rollback_of_a_compaction_run_is_refused_once_the_compaction_c
     same(t.read(), want, "snapshot after the refused resume")
     same(hudi_rs(t.path), want, "hudi-rs snapshot after the refused resume")
     assert missing_live_files(t) == []
+    _compacts_past_the_overtaken_rollback(t, c.instant, want)
 
 
 @pytest.mark.parametrize("fault", ["rollback.after_delete", "rollback.after_blocks"])
