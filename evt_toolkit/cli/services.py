@@ -178,6 +178,14 @@ def cmd_rollback(args: argparse.Namespace, out: Output) -> int:
         # A rollback stopped half-way is finished whatever its target's state now (its timeline files may be gone,
         # a compaction's plan requested again): rolling the target back again resumes it.
         rb, plan = pending_rollback
+        overtaken = t.timeline.rollback_overtaken_by(plan)
+        if overtaken:
+            by = ", ".join(f"{i.action} {i.time}" for i in overtaken[:5]) + (", ..." if len(overtaken) > 5 else "")
+            raise RollbackError(
+                f"the pending rollback {rb.time} of {args.instant} on {t.path} can no longer finish ({by} came after "
+                "it was stopped, before it changed anything); it stays pending, changes nothing and does not hold "
+                "compactions up"
+            )
         action = inst.action if inst is not None else (plan.action or "deltacommit")
         state = inst.state.value if inst is not None else "no longer on the timeline"
         what = f"the pending rollback {rb.time} of it, stopped half-way, is resumed and finished"

@@ -44,6 +44,11 @@ After every step (:meth:`Sequence.check`):
 * a stale handle (not refreshed for others' steps) answers as the table was at some step since it last loaded, or
   raises an ``EvtError`` — never anything else.
 
+At the end (:meth:`Sequence.finish`) the table must come back to fully compacted through the documented recovery —
+pending rollbacks resumed (or refused only because they can no longer finish), failed writes rolled back, pending
+plans run or taken back, a full compaction scheduled and run, a clean — each step checked as above, and then the
+read-optimized view is the snapshot. A table that can no longer be compacted is a defect too.
+
 Used by ``tests/safety/test_independent_sequences.py``; ``python -m tests.safety.adversary SEED [N]`` runs seeds
 from the command line (``EVT_ADV_TRACE=1`` prints each step).
 """
@@ -1162,6 +1167,67 @@ class Sequence:
             h.table.refresh()
             h.loaded_at = self.n
 
+    # -- the end: the table can always be brought back to fully compacted ---------------------------------------------
+    def finish(self) -> None:
+        """The documented recovery, through the API with nothing killed: resume pending rollbacks, roll back failed
+        writes, run (or take back) pending plans, schedule and run a full compaction, clean. Every one of them must
+        succeed or be refused for a reason that leaves the next one possible — a table that can no longer be
+        compacted (a refusal naming a remedy that is refused in turn) is a defect as much as a lost record. Checked
+        after each step as any step is; at the end the read-optimized view is the snapshot."""
+        self.n += 1
+        self.note("finish")
+        tl = self.fresh().timeline
+        for r, target in sorted(self._pending_rollbacks(tl).items()):
+            if target is None:
+                raise self.fail(f"finish: pending rollback {r} has no readable plan")
+            try:
+                self.fresh().rollback(target)
+                self.note(f"  finish: resumed rollback {r} of {target}")
+            except EvtError as exc:
+                t = self.fresh()
+                pending = t.timeline.pending_rollback_of(target)
+                if pending is None or not t.timeline.rollback_overtaken_by(pending[1]):
+                    raise self.fail(f"finish: resuming rollback {r} of {target} was refused: {exc}") from exc
+                self.note(f"  finish: rollback {r} of {target} can no longer finish ({type(exc).__name__})")
+            self.sync(None)
+        for w in sorted(self.pending_writes):
+            self.fresh().rollback(w)
+            self.note(f"  finish: rolled back failed write {w}")
+            self.sync(None)
+        self.check(unchanged=None, tt_before={})
+        before = self.last_snapshot
+        for c, _ in self.pending_compactions():
+            try:
+                self.fresh().compaction.run(c)
+                self.note(f"  finish: ran {c}")
+            except EvtError as exc:
+                self.note(f"  finish: run {c} refused ({type(exc).__name__}: {str(exc)[:160]}); unschedule it")
+                try:
+                    self.fresh().compaction.unschedule(c, dry_run=False)
+                except EvtError as exc2:
+                    raise self.fail(
+                        f"finish: compaction {c} can neither run ({exc}) nor be unscheduled ({exc2})"
+                    ) from exc2
+            self.sync(None)
+        self.check(unchanged=before, tt_before={})
+        try:
+            c = self.fresh().compaction.schedule(UnBoundedCompactionStrategy())
+        except EvtError as exc:
+            raise self.fail(f"finish: a full compaction was refused with nothing pending: {exc}") from exc
+        if c is not None:
+            self.fresh().compaction.run(c.instant)
+            self.note(f"  finish: full compaction {c.instant}")
+        self.fresh().clean("KEEP_LATEST_COMMITS", 1, dry_run=False)
+        self.sync(None)
+        self.check(unchanged=before, tt_before={})
+        t = self.fresh()
+        ro = frozenset(_rows(t.read("read_optimized")))
+        if ro != self.last_snapshot:
+            raise self.fail(
+                f"finish: after a full compaction the read-optimized view is not the snapshot: only RO "
+                f"{sorted(ro - self.last_snapshot)[:6]}, only snapshot {sorted(self.last_snapshot - ro)[:6]}"
+            )
+
 
 def summary(seq: Sequence) -> dict[str, int]:
     """What the sequence's table went through: completed compactions, carry-over logs and links seen at the end."""
@@ -1184,6 +1250,7 @@ def run_sequence(seed: int, steps: int, root: Path, **kw: Any) -> Sequence:
         seq.check(unchanged=None, tt_before={})
         for _ in range(steps):
             seq.step()
+        seq.finish()
     except BaseException:
         keep = os.environ.get("EVT_ADV_KEEP")  # a folder to copy the failing table into, for a look
         if keep:

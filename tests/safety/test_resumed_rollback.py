@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
@@ -71,7 +72,9 @@ def _tree(root: Path) -> dict[str, int]:
     }
 
 
-def _compacts_past_the_overtaken_rollback(t: evt.HudiTable, target: str, want: Any) -> None:
+def _compacts_past_the_overtaken_rollback(
+    t: evt.HudiTable, target: str, want: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A pending rollback that can no longer finish does not hold compaction up for good: a full compaction is
     scheduled and run, the answers stay, and the rollback stays pending, refused and harmless."""
     pending = t.refresh().timeline.pending_rollback_of(target)
@@ -87,13 +90,17 @@ def _compacts_past_the_overtaken_rollback(t: evt.HudiTable, target: str, want: A
     before = _tree(Path(t.path))
     with pytest.raises(RollbackError, match=target):
         t.rollback(target)
+    for flags in ([], ["--yes"]):  # evt rollback says so, dry run or not
+        capsys.readouterr()
+        assert main(["rollback", t.path, target, *flags]) == 1
+        assert re.search(f"rollback {pending[0].time} of {target} .* can no longer finish", capsys.readouterr().err)
     assert _tree(Path(t.path)) == before, "the overtaken rollback, resumed after the compaction, changes nothing"
 
 
 @pytest.mark.parametrize("fault", BEFORE_UNCOMMIT)
 @pytest.mark.parametrize("version", [6, 9])
 def test_a_resumed_rollback_of_the_last_write_is_refused_once_a_later_write_committed(
-    tmp_path: Path, version: int, fault: str
+    tmp_path: Path, version: int, fault: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     t = create(tmp_path / "t", "commit_time", buckets=2, table_version=version)
     t.write(rows(range(0, 4), 10, 100))
@@ -114,13 +121,13 @@ def test_a_resumed_rollback_of_the_last_write_is_refused_once_a_later_write_comm
     same(t.refresh().read(), want, "snapshot after the refused resume")
     same(hudi_rs(t.path), want, "hudi-rs snapshot after the refused resume")
     assert missing_live_files(t) == []
-    _compacts_past_the_overtaken_rollback(t, last, want)
+    _compacts_past_the_overtaken_rollback(t, last, want, capsys)
 
 
 @pytest.mark.parametrize("fault", BEFORE_UNCOMMIT)
 @pytest.mark.parametrize("version", [6, 9])
 def test_a_resumed_rollback_of_a_compaction_run_is_refused_once_the_compaction_completed(
-    tmp_path: Path, version: int, fault: str
+    tmp_path: Path, version: int, fault: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     t = create(tmp_path / "t", "event_time", buckets=1, table_version=version)
     history(t)
@@ -148,7 +155,7 @@ def test_a_resumed_rollback_of_a_compaction_run_is_refused_once_the_compaction_c
     same(t.read(), want, "snapshot after the refused resume")
     same(hudi_rs(t.path), want, "hudi-rs snapshot after the refused resume")
     assert missing_live_files(t) == []
-    _compacts_past_the_overtaken_rollback(t, c.instant, want)
+    _compacts_past_the_overtaken_rollback(t, c.instant, want, capsys)
 
 
 @pytest.mark.parametrize("fault", ["rollback.after_delete", "rollback.after_blocks"])
