@@ -21,7 +21,8 @@ import pytest
 import evt_toolkit as evt
 from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
 from evt_toolkit.compaction.strategy import UnBoundedCompactionStrategy
-from tests.safety.adversary import run_sequence, summary
+from tests.faults import assert_killed, run_child
+from tests.safety.adversary import Sequence, run_sequence, summary
 
 hudi = pytest.importorskip("hudi", reason="hudi-rs (PyPI 'hudi') is a test dependency")
 
@@ -41,11 +42,26 @@ def test_sequences(tmp_path: Path, seed: int) -> None:
 
 
 def test_rolling_back_again_a_write_whose_rollback_was_killed_resumes_that_rollback(tmp_path: Path) -> None:
-    # Seed 11517: a rollback of the last write is killed once the write's instant is gone (its rollback pending); two
-    # steps later "roll it back again" is drawn. That resumes the pending rollback and must succeed (an earlier tester
-    # expected a refusal, as for a write rolled back to the end); the step's checks then hold the table to the oracle.
-    seq = run_sequence(11517, 40, tmp_path)
-    assert seq.counts.get("again-rollback-resumed") == 1
+    # Found with seed 11517: a rollback of the last write is killed once the write's instant is gone (its rollback
+    # pending); "roll it back again" is drawn later. That resumes the pending rollback and must succeed (an earlier
+    # tester expected a refusal, as for a write rolled back to the end); the step's checks then hold the table to the
+    # oracle, and the sequence's recovery brings the table back to fully compacted. Played step by step here: the
+    # seed's own path changed once overtaken rollbacks stopped holding schedules up.
+    seq = Sequence(11517, tmp_path, crashes=False, cli=False)
+    for _ in range(2):
+        _, tried = seq.op_write("upsert")
+        seq.sync(tried)
+    last = seq.oracle.instants()[-1]
+    assert_killed(run_child(seq.path, "rollback.before_complete", "rollback", last))
+    seq.sync(None)
+    assert last not in seq.oracle.instants() and last not in seq.timeline_states(), "the write left the timeline"
+    seq.check(unchanged=None, tt_before={})
+    out = seq.op_rerun()  # the only choice: roll the gone write back again
+    assert out.what == "again-rollback-resumed" and not out.crashed
+    seq.sync(None)
+    assert seq.fresh().timeline.pending_rollback_of(last) is None, "the resumed rollback completed"
+    seq.check(unchanged=seq.last_snapshot, tt_before={})
+    seq.finish()
 
 
 # -- helpers for the pinned defects ------------------------------------------------------------------------------------
