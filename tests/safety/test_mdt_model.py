@@ -45,7 +45,7 @@ from hypothesis.stateful import (
 import evt_toolkit as evt
 from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
 from evt_toolkit.compaction.strategy import UnBoundedCompactionStrategy
-from evt_toolkit.errors import EvtError, PendingTableServiceError, ReadError, WriteError
+from evt_toolkit.errors import PendingTableServiceError, ReadError, WriteError
 from evt_toolkit.services.clean import relative_path
 from evt_toolkit.services.clean_planner import KEEP_LATEST_COMMITS, KEEP_LATEST_FILE_VERSIONS
 from evt_toolkit.storage.fs import TableStorage
@@ -57,7 +57,12 @@ from evt_toolkit.write.task import write_file_group
 from tests.conftest import SKIP_NO_SHARED, fixture_table_path
 from tests.normalize import assert_same_rows
 from tests.safety.crash_anywhere import run_killed_at
-from tests.services import missing_live_files, time_travel_unsettled, visible_dangling_symlinks
+from tests.services import (
+    missing_live_files,
+    recover_and_compact_fully,
+    time_travel_unsettled,
+    visible_dangling_symlinks,
+)
 
 hudi = pytest.importorskip("hudi", reason="hudi-rs (PyPI 'hudi') is a test dependency")
 
@@ -335,28 +340,10 @@ class MdtLifecycle(RuleBasedStateMachine):
 
     @rule()
     def recover_and_compact_fully(self) -> None:
-        """The documented recovery always brings the table back to fully compacted: rollbacks a crash left pending
-        resumed, failed writes rolled back, pending plans run (or taken back when a run is refused), then a full
-        compaction is scheduled — never refused, whatever crashed before — and run; the read-optimized view is then
-        the snapshot, ours and hudi-rs's."""
-        tl = self.t.refresh().timeline
-        for r in [i for i in tl.instants if i.action == "rollback" and not i.is_completed]:
-            target = tl.rollback_plan(r).target
-            assert self.t.rollback(target).resumed, f"{self.name}: rollback {r.time} of {target} was not resumed"
-            if target in self.failed:
-                self.failed.remove(target)
-        for f in self.failed:
-            self.t.rollback(f)
+        """The documented recovery (:func:`tests.services.recover_and_compact_fully`) always brings the table back to
+        fully compacted; the read-optimized view is then the snapshot, ours and hudi-rs's."""
+        recover_and_compact_fully(self.t, self.failed)
         self.failed = []
-        for c in self._pending():
-            try:
-                self.t.compaction.run(c)
-            except EvtError:
-                r = self.t.compaction.unschedule(c, dry_run=False)
-                assert r.deleted, f"{self.name}: compaction {c} can neither run nor be unscheduled"
-        full = self.t.refresh().compaction.schedule(UnBoundedCompactionStrategy())
-        if full is not None:
-            self.t.compaction.run(full.instant)
         self.did.append("recover-full")
         ro = self.t.refresh().read("read_optimized")
         assert_same_rows(ro, self.t.read(), self.columns, f"{self.name}: RO vs snapshot after a full compaction")

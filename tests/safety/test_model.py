@@ -44,7 +44,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 import evt_toolkit as evt
 from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
 from evt_toolkit.compaction.strategy import UnBoundedCompactionStrategy
-from evt_toolkit.errors import EvtError, PendingTableServiceError, ReadError, TimelineError
+from evt_toolkit.errors import PendingTableServiceError, ReadError, TimelineError
 from evt_toolkit.format.names import LogFileName
 from evt_toolkit.format.records import CompactionPlan
 from evt_toolkit.services.clean_planner import KEEP_LATEST_COMMITS, KEEP_LATEST_FILE_VERSIONS
@@ -56,6 +56,7 @@ from tests.services import (
     failed_write,
     incremental_unsettled,
     missing_live_files,
+    recover_and_compact_fully,
     time_travel_unsettled,
     visible_dangling_symlinks,
 )
@@ -362,33 +363,10 @@ class Lifecycle(RuleBasedStateMachine):
 
     @rule()
     def recover_and_compact_fully(self) -> None:
-        """The documented recovery always brings the table back to fully compacted: rollbacks a crash left pending
-        resumed, failed writes rolled back, pending plans run (or taken back when a run is refused), then a full
-        compaction is scheduled — never refused, whatever crashed before — and run; the read-optimized view is then
-        the snapshot."""
-        tl = self.t.refresh().timeline
-        for r in [i for i in tl.instants if i.action == "rollback" and not i.is_completed]:
-            target = tl.rollback_plan(r).target
-            assert self.t.rollback(target).resumed, f"rollback {r.time} of {target} was not resumed"
-            if target in self.failed:
-                self.failed.remove(target)
-        for f in self.failed:
-            assert self.t.rollback(f).target == f
+        """The documented recovery (:func:`tests.services.recover_and_compact_fully`) always brings the table back to
+        fully compacted; the read-optimized view is then the snapshot."""
+        recover_and_compact_fully(self.t, self.failed, self._apply_compaction)
         self.failed = []
-        for c in self._pending():
-            plan = self.t.timeline.compaction_plan(self.t.timeline.instant(c, COMPACTION))
-            try:
-                self.t.compaction.run(c)
-            except EvtError:
-                report = self.t.compaction.unschedule(c, dry_run=False)
-                assert report.refused_reason is None, f"compaction {c} can neither run nor be unscheduled"
-                continue
-            self._apply_compaction(c, plan)
-        full = self.t.refresh().compaction.schedule(UnBoundedCompactionStrategy())
-        if full is not None:
-            plan = self.t.timeline.compaction_plan(self.t.refresh().timeline.instant(full.instant, COMPACTION))
-            self.t.compaction.run(full.instant)
-            self._apply_compaction(full.instant, plan)
         _same(self.t.refresh().read("read_optimized"), self.t.read(), "RO vs snapshot after a full compaction")
 
     # -- rules: crashes ------------------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -11,11 +11,13 @@ import pandas as pd
 import pyarrow as pa
 
 import evt_toolkit as evt
-from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
+from evt_toolkit.compaction import EventTimeBasedCompactionStrategy, UnBoundedCompactionStrategy
 from evt_toolkit.compaction.executor import run_compaction
 from evt_toolkit.compaction.schedule import ScheduledCompaction, schedule_compaction
-from evt_toolkit.errors import WriteError
+from evt_toolkit.errors import EvtError, WriteError
 from evt_toolkit.format.names import LogFileName
+from evt_toolkit.format.records import CompactionPlan
+from evt_toolkit.table.timeline import COMPACTION
 from evt_toolkit.write.plan import FileGroupWrite, WriteJobSpec
 from evt_toolkit.write.task import write_file_group
 from tests.tables import BASE, rows
@@ -163,3 +165,37 @@ __all__: Sequence[str] = [
     "time_travel_unsettled",
     "timeline_names",
 ]
+
+
+def recover_and_compact_fully(
+    t: evt.HudiTable, failed: Sequence[str], ran: Callable[[str, CompactionPlan], None] | None = None
+) -> None:
+    """The documented recovery, which must always bring a table back to fully compacted: the rollbacks a crash left
+    pending resumed (each must finish), the ``failed`` writes rolled back, pending plans run (or taken back when a
+    run is refused: both refused is a failure), then a full compaction scheduled — never refused, whatever crashed
+    before — and run. ``ran(instant, plan)`` is told of every compaction run to completion."""
+    tl = t.refresh().timeline
+    resumed: set[str] = set()
+    for r in [i for i in tl.instants if i.action == "rollback" and not i.is_completed]:
+        target = tl.rollback_plan(r).target
+        assert t.rollback(target).resumed, f"{t.path}: rollback {r.time} of {target} was not resumed"
+        resumed.add(target)
+    for f in failed:
+        if f not in resumed:
+            assert t.rollback(f).target == f
+    for c in [i.time for i in t.refresh().timeline.pending_compactions()]:
+        plan = t.timeline.compaction_plan(t.timeline.instant(c, COMPACTION))
+        try:
+            t.compaction.run(c)
+        except EvtError:
+            report = t.compaction.unschedule(c, dry_run=False)
+            assert report.refused_reason is None and report.deleted, f"{t.path}: {c} can neither run nor be unscheduled"
+            continue
+        if ran is not None:
+            ran(c, plan)
+    full = t.refresh().compaction.schedule(UnBoundedCompactionStrategy())
+    if full is not None:
+        plan = t.refresh().timeline.compaction_plan(t.timeline.instant(full.instant, COMPACTION))
+        t.compaction.run(full.instant)
+        if ran is not None:
+            ran(full.instant, plan)
