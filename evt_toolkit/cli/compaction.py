@@ -460,6 +460,7 @@ def cmd_repair(args: argparse.Namespace, out: Output) -> int:
             ("stale ownership records", f"{len(r.stale_record_folders):,} folder(s) ({verb} delete)"),
             ("markers of killed unschedules", f"{len(r.stale_unschedule_markers):,} ({verb} delete)"),
             ("temporary files of killed writers", f"{len(r.stale_temporary_files):,} ({verb} delete)"),
+            ("rollbacks that can never finish", f"{len(r.retired_rollbacks):,} ({verb} retire)"),
             ("cannot repair", f"{len(r.unrepairable):,}"),
         ],
     )
@@ -475,6 +476,8 @@ def cmd_repair(args: argparse.Namespace, out: Output) -> int:
         out.table(None, ["file"], [[f] for f in files[:n]])
     if n < len(files):
         out.line(f"… {len(files) - n:,} more (--limit 0 shows all, --json prints everything)")
+    for rollback in r.retired_rollbacks:
+        out.line(f"  rollback {rollback} can never finish and changed nothing: its timeline files ({verb} delete)")
     for problem in r.unrepairable:
         out.line(f"  cannot repair: {problem}")
     return 1 if r.unrepairable else 0

@@ -26,6 +26,7 @@ from evt_toolkit.cli.options import (
 from evt_toolkit.cli.output import Output, count, duration
 from evt_toolkit.errors import RollbackError, TimelineError
 from evt_toolkit.format.records import CleanMetadata
+from evt_toolkit.services.rollback import check_rollbackable
 
 if TYPE_CHECKING:
     from evt_toolkit.table.timeline import Instant
@@ -153,8 +154,7 @@ def _rollback_effect(action: str, state: str) -> tuple[str, bool]:
     if action == "deltacommit":
         return (
             "the last completed write is undone: its files are deleted (or, in log files other writers share, a "
-            "rollback command block is appended) and its timeline files removed; refused when a later instant "
-            "depends on it",
+            "rollback command block is appended) and its timeline files removed",
             True,
         )
     if action == "compaction" and state == "INFLIGHT":
@@ -181,10 +181,15 @@ def cmd_rollback(args: argparse.Namespace, out: Output) -> int:
         overtaken = t.timeline.rollback_overtaken_by(plan)
         if overtaken:
             by = ", ".join(f"{i.action} {i.time}" for i in overtaken[:5]) + (", ..." if len(overtaken) > 5 else "")
+            after = (
+                f"evt repair {args.table} --yes, the next write, schedule or clean retires it ({args.instant} stays "
+                "committed)"
+                if any(i.is_completed for i in overtaken)
+                else "it can finish once the pending instants after it are rolled back"
+            )
             raise RollbackError(
                 f"the pending rollback {rb.time} of {args.instant} on {t.path} can no longer finish ({by} came after "
-                "it was stopped, before it changed anything); it stays pending, changes nothing and does not hold "
-                "compactions up"
+                f"it was stopped, before it changed anything); {after}"
             )
         action = inst.action if inst is not None else (plan.action or "deltacommit")
         state = inst.state.value if inst is not None else "no longer on the timeline"
@@ -198,6 +203,7 @@ def cmd_rollback(args: argparse.Namespace, out: Output) -> int:
         what, possible = _rollback_effect(action, state)
         if not possible:
             raise RollbackError(f"cannot roll back {action} {args.instant} ({state}) of {t.path}: {what}")
+        check_rollbackable(t, args.instant)  # the refusals the rollback itself would raise, dry run or not
     if not args.yes:
         if args.json:
             out.json({"dry_run": True, "instant": args.instant, "action": action, "state": state, "effect": what})

@@ -12,8 +12,9 @@ Steps (``hudi-format.md`` §4 "Execution", design §2.3 and §2.5, ``docs/data-s
 3. Links: every link made at schedule time must still stand for its target — a missing one is made again from the
    plan (recorded as the plan's before it is created), a different file under its name is an error naming it; with
    ``link_timing="execute"`` the driver records and creates them now. The plan is never committed without them.
-4. One task per operation (:func:`~evt_toolkit.compaction.merge_task.run_merge_task`): locally, or on Spark with one
-   partition per operation.
+4. The tasks' outputs are recorded (ownership records) and marked (Hudi's ``CREATE`` markers, so that a stock
+   rollback of a run killed half-way deletes them), then one task per operation
+   (:func:`~evt_toolkit.compaction.merge_task.run_merge_task`): locally, or on Spark with one partition per operation.
 5. Right before committing, the driver lists every new slice again: if a write that landed in one since its task
    read the slice could change the task's decision (a commit-time delete, or a record of a key the task compacted
    past a commit-time delete), that task runs again (its outputs are deterministic), so the new slice still reads
@@ -22,7 +23,7 @@ Steps (``hudi-format.md`` §4 "Execution", design §2.3 and §2.5, ``docs/data-s
 7. The driver alone writes ``C.commit``: ``HoodieCommitMetadata`` JSON with plain ``HoodieWriteStat`` entries,
    ``compacted: true``, ``operationType: "COMPACT"``, ``extraMetadata`` with ``schema``, the plan's
    ``evt.compaction.*`` settings, ``evt.compaction.links``, the carry-over logs and the RFC's remaining-log figures;
-   then the instant's marker folder (with its ownership records) is dropped, as Hudi drops markers.
+   then the instant's record and marker folders are dropped, as Hudi drops markers.
 
 A failure at any step before 7 leaves the plan pending: the view hides the partial outputs named with ``C`` and
 readers keep merging the old slice, so the table reads as before; running again completes it with identical files,
@@ -82,7 +83,14 @@ from evt_toolkit.read.plan import ReadSpec
 from evt_toolkit.storage.calls import StartedCalls, run_spark_job
 from evt_toolkit.storage.fs import FileEntry, TableStorage
 from evt_toolkit.storage.links import check_link, create_link, held_by_another_file
-from evt_toolkit.storage.ownership import abandon_attempt, drop_ownership, new_attempt, owned_files, record_ownership
+from evt_toolkit.storage.ownership import (
+    abandon_attempt,
+    drop_ownership,
+    mark_created,
+    new_attempt,
+    owned_files,
+    record_ownership,
+)
 from evt_toolkit.table.guards import TABLE_SERVICE_VERSIONS, has_metadata_table, require_meta_fields, require_writable
 from evt_toolkit.table.table import Table
 from evt_toolkit.table.timeline import COMMIT, COMPACTION, Instant
@@ -366,6 +374,8 @@ def ensure_plan_links(table: Table, instant: str, links: list[Link], timing: str
             )
     phase = RUN if timing == "execute" else SCHEDULE
     record_ownership(storage, instant, phase, "links", [OwnedFile(link.symlink_path, LINK) for link in missing])
+    if phase == RUN:
+        mark_created(storage, instant, [link.symlink_path for link in missing])
     created = 0
     for link in missing:
         if not storage.exists(link.target_path):
@@ -560,9 +570,11 @@ def run_compaction(
     ]
     # One record for every task's outputs (their names depend only on the plan), before any task starts; on Spark it
     # carries the run attempt's id, which the tasks check before they write (merge_task, write/fence.py).
-    record_ownership(
-        storage, instant, RUN, f"tasks-{attempt}" if attempt else "tasks", [f for t in tasks for f in task_outputs(t)]
-    )
+    run_outputs = [f for t in tasks for f in task_outputs(t)]
+    record_ownership(storage, instant, RUN, f"tasks-{attempt}" if attempt else "tasks", run_outputs)
+    # Hudi's markers too: a stock client that rolls back or re-runs a run killed half-way goes by markers, and
+    # deletes these outputs as it would its own (the plan's schedule-time links have none: they are the plan's).
+    mark_created(storage, instant, [f.path for f in run_outputs])
     results = sorted(_run_tasks(tasks, spark, progress, storage, listings, scans), key=lambda r: r.index)
     reruns = 0
     # Listings taken after every task ran (and was run again), for the checks before the commit.

@@ -91,7 +91,7 @@ from evt_toolkit.read.slice_reader import (
     select_log_blocks,
 )
 from evt_toolkit.storage.fs import FileEntry, TableStorage
-from evt_toolkit.storage.ownership import attempt_state, marker_folder, record_ownership
+from evt_toolkit.storage.ownership import attempt_state, mark_created, record_folder, record_ownership
 from evt_toolkit.storage.temporary import temporary_path
 from evt_toolkit.table.fs_view import BaseFile, LogFile
 from evt_toolkit.write.fence import require_attempt_live, require_compaction_running
@@ -796,7 +796,7 @@ def _abandoned_check(storage: TableStorage, task: MergeTask) -> Callable[[], boo
         if now - last[0] < _ABANDONED_CHECK_S:
             return False
         last[0] = now
-        files, _ = storage.list_dir(marker_folder(task.instant))
+        files, _ = storage.list_dir(record_folder(task.instant))
         return attempt_state((f.name for f in files), attempt) != "live"
 
     return stop
@@ -817,7 +817,9 @@ def _run_merge_task(
     rel = _rel(partition, name)
     carry_name = carry_over_name(task.file_id, task.instant, task.index)
     if not task.outputs_recorded:
-        record_ownership(storage, task.instant, RUN, f"task-{task.index}", task_outputs(task))
+        outputs = task_outputs(task)
+        record_ownership(storage, task.instant, RUN, f"task-{task.index}", outputs)
+        mark_created(storage, task.instant, [f.path for f in outputs])
     # One listing proves every file of the operation present and gives its size (no HEAD, no stat per file).
     if listing is None:
         listing, _ = storage.list_dir(partition)

@@ -14,7 +14,7 @@ Order of events, and why:
    abandoned schedules' links go (:func:`remove_abandoned_schedules`; the plan is made again when any went), so a
    refused schedule leaves the table as it was.
 4. With ``link_timing="schedule"`` the links are recorded as the plan's own (an ownership record in
-   ``.hoodie/.temp/C/``) and created *before* the plan file: stock writers then find versions ``1..k`` of slice
+   ``.hoodie/.temp/evt/C/``) and created *before* the plan file: stock writers then find versions ``1..k`` of slice
    ``C`` taken and append after them, and a stock executor of our plan still yields a correct slice. A crash between
    links and plan leaves recorded copies that a re-run with the same instant accepts.
 5. ``C.compaction.requested`` (Avro, extended schema) is written atomically, and only then does the plan exist.
@@ -71,10 +71,10 @@ from evt_toolkit.format.names import BaseFileName
 from evt_toolkit.format.ownership import LINK, SCHEDULE, OwnedFile, OwnershipRecord
 from evt_toolkit.format.records import CompactionPlan
 from evt_toolkit.storage.links import create_links, delete_link_or_file, require_symlinks
-from evt_toolkit.storage.ownership import MARKER_ROOT, drop_ownership, ownership_records, record_ownership
+from evt_toolkit.storage.ownership import drop_ownership, ownership_records, record_folders, record_ownership
 from evt_toolkit.table.guards import TABLE_SERVICE_VERSIONS, require_meta_fields, require_writable
-from evt_toolkit.table.timeline import ROLLBACK
 from evt_toolkit.write.instants import new_instant_time, timeline_times
+from evt_toolkit.write.overtaken import retire_overtaken_rollbacks
 
 if TYPE_CHECKING:
     from evt_toolkit.storage.fs import TableStorage
@@ -308,9 +308,10 @@ def _schedule_once(
     planned = _plan(table, strategy, c, link_mode, link_timing, now_ms)
     if planned is None:
         return None
-    # Every refusal is behind: only now do abandoned schedules' links go (a refusal leaves the table as it was), and
-    # the plan is made again without them when any went.
-    if remove_abandoned_schedules(table):
+    # Every refusal is behind: only now do abandoned schedules' links and rollbacks that can never finish go (a
+    # refusal leaves the table as it was), and the plan is made again, on the timeline as it then is, when any went.
+    retired = retire_overtaken_rollbacks(table)
+    if remove_abandoned_schedules(table) or retired:
         table.refresh()
         planned = _plan(table, strategy, c, link_mode, link_timing, now_ms)
         if planned is None:
@@ -407,17 +408,10 @@ def _refuse_pending_rollbacks(table: Table) -> None:
         PendingTableServiceError: naming the rollback, its target and the table.
     """
     timeline = table.timeline
-    for inst in timeline.instants:
-        if inst.action != ROLLBACK or inst.is_completed:
+    for inst, plan in timeline.pending_rollback_plans():
+        if plan is not None and timeline.rollback_overtaken_by(plan):
             continue
-        try:
-            plan = timeline.rollback_plan(inst)
-        except EvtError:
-            target = "?"
-        else:
-            if timeline.rollback_overtaken_by(plan):
-                continue
-            target = plan.target
+        target = plan.target if plan is not None else "?"
         raise PendingTableServiceError(
             f"cannot schedule a compaction on {table.storage.uri}: rollback {inst.time} of {target} is pending; "
             f"finish it first (t.rollback('{target}'), or evt rollback {table.storage.uri} {target} --yes, resumes it)"
@@ -465,22 +459,20 @@ def left_by_a_dead_service(last_written_s: float | None, older_than_s: float, no
 def abandoned_schedules(table: Table, *, older_than_s: float = ABANDONED_AFTER_S) -> dict[str, list[str]]:
     """``instant -> recorded files`` of schedules that died before writing their plan (no writes).
 
-    A schedule records its links (in ``.hoodie/.temp/<C>/``) and creates them before ``C.compaction.requested``. If it
-    is killed in between, ``C`` never reaches the timeline: the links are named with an instant no reader knows, so
-    they are invisible, but a symlink among them would dangle once its target is cleaned or rolled back. A record
-    younger than ``older_than_s`` seconds may belong to a schedule still running, and is left alone; so is one of an
-    instant older than the active timeline with a base file named after it: a compaction that ran and was archived
-    (its files then read as committed).
+    A schedule records its links (in ``.hoodie/.temp/evt/<C>/``) and creates them before ``C.compaction.requested``.
+    If it is killed in between, ``C`` never reaches the timeline: the links are named with an instant no reader
+    knows, so they are invisible, but a symlink among them would dangle once its target is cleaned or rolled back.
+    A record younger than ``older_than_s`` seconds may belong to a schedule still running, and is left alone; so is
+    one of an instant older than the active timeline with a base file named after it: a compaction that ran and was
+    archived (its files then read as committed).
     """
     storage = table.storage
     timeline = table.refresh().timeline
     known = {i.time for i in timeline.instants}
-    _, folders = storage.list_dir(MARKER_ROOT)
     now = time.time()
     out: dict[str, list[str]] = {}
-    for folder in folders:
-        instant = posixpath.basename(folder)
-        if instant in known or not instant.isdigit():
+    for instant, folders in record_folders(storage).items():
+        if instant in known:
             continue
         records = ownership_records(storage, instant)
         if not records or any(r.phase != SCHEDULE for r in records):
@@ -489,7 +481,7 @@ def abandoned_schedules(table: Table, *, older_than_s: float = ABANDONED_AFTER_S
             # Its plan was written and run: a completed compaction that was archived (readers count files older
             # than the active timeline as committed) whose folder's drop was interrupted after the run's record went.
             continue
-        files, _ = storage.list_dir(folder)
+        files = [f for folder in folders for f in storage.list_dir(folder)[0]]
         written = [m.timestamp() for f in files if (m := storage.mtime(f.path)) is not None]
         if not left_by_a_dead_service(max(written, default=None), older_than_s, now):
             continue

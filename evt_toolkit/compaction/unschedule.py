@@ -30,7 +30,7 @@ from evt_toolkit.compaction.plan_files import plan_file
 from evt_toolkit.errors import EvtError
 from evt_toolkit.format.names import INFLIGHT, REQUESTED, BaseFileName, LogFileName
 from evt_toolkit.storage.links import delete_link_or_file, held_by_another_file
-from evt_toolkit.storage.ownership import drop_ownership, marker_folder, owned_files, unscheduling_marker
+from evt_toolkit.storage.ownership import drop_ownership, owned_files, record_folder, unscheduling_marker
 from evt_toolkit.table.guards import TABLE_SERVICE_VERSIONS, has_metadata_table, require_writable
 from evt_toolkit.table.table import Table
 from evt_toolkit.table.timeline import COMMIT, COMPACTION
@@ -97,7 +97,7 @@ def unschedule_compaction(table: Table, instant: str, *, dry_run: bool = True) -
         )
 
     marker = unscheduling_marker(instant)
-    had_folder = any(storage.list_dir(marker_folder(instant)))
+    had_folder = any(storage.list_dir(record_folder(instant)))
     if not dry_run:
         # Before the listing: a v6 writer that has not completed yet now fails instead of completing into a new
         # slice (writer._check_slices_still_latest), so the listing below sees every completed writer's log.
@@ -107,7 +107,7 @@ def unschedule_compaction(table: Table, instant: str, *, dry_run: bool = True) -
         if not dry_run:  # a refusal leaves the table as it was
             storage.delete_file(marker)
             if not had_folder:
-                storage.delete_dir(marker_folder(instant))
+                storage.delete_dir(record_folder(instant))
         return refused(path, fid)
 
     outputs: list[str] = []

@@ -33,11 +33,22 @@ from evt_toolkit.errors import InvalidNameError, UnsupportedTableError
 from evt_toolkit.format.metadata import encode_commit_metadata_avro, encode_commit_metadata_json
 from evt_toolkit.format.names import COMPLETED, BaseFileName, InstantFileName
 
-__all__ = ["WRITABLE_TABLE_VERSIONS", "TableVersionFormat", "table_version_format"]
+__all__ = ["WRITABLE_TABLE_VERSIONS", "TableVersionFormat", "create_marker", "table_version_format"]
 
 #: Table versions this toolkit writes: 6 (Hudi 0.14/0.15, readable by 0.x and 1.x) and 8/9 (Hudi 1.0/1.1).
 WRITABLE_TABLE_VERSIONS = (6, 8, 9)
 TEMP_FOLDER = ".hoodie/.temp"
+
+
+def create_marker(instant: str, rel: str) -> str:
+    """Hudi's DIRECT ``CREATE`` marker of the file ``rel`` that ``instant`` creates:
+    ``.hoodie/.temp/<instant>/<rel>.marker.CREATE`` (``WriteMarkers.create``).
+
+    Example:
+        >>> create_marker("2", "p=a/f-0_0-0-0_2.parquet")
+        '.hoodie/.temp/2/p=a/f-0_0-0-0_2.parquet.marker.CREATE'
+    """
+    return posixpath.join(TEMP_FOLDER, instant, f"{rel}.marker.CREATE")
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,9 +108,10 @@ class TableVersionFormat:
         ``<log file name>.marker.CREATE`` (``WriteMarkers.createLogMarkerIfNotExists``).
         """
         if self.logs_named_by_deltacommit:
-            marker = f"{log_file_name}.marker.CREATE"
-        else:
-            marker = f"{BaseFileName(file_id, write_token, slice_base_instant, '.parquet').name}.marker.APPEND"
+            return create_marker(
+                write_instant, posixpath.join(partition_path, log_file_name) if partition_path else log_file_name
+            )
+        marker = f"{BaseFileName(file_id, write_token, slice_base_instant, '.parquet').name}.marker.APPEND"
         folder = (
             posixpath.join(TEMP_FOLDER, write_instant, partition_path)
             if partition_path

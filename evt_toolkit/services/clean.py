@@ -29,11 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from evt_toolkit.compaction.schedule import remove_abandoned_schedules
-from evt_toolkit.errors import (
-    StorageError,
-    TimelineError,
-    UnsupportedFeatureError,
-)
+from evt_toolkit.errors import StorageError, UnsupportedFeatureError
 from evt_toolkit.faults import fault_point
 from evt_toolkit.format import records
 from evt_toolkit.format.names import COMPLETED, INFLIGHT, REQUESTED
@@ -47,6 +43,7 @@ from evt_toolkit.services.clean_planner import (
     check_clean_policy,
     plan_clean,
 )
+from evt_toolkit.storage.fs import hadoop_path, relative_path
 from evt_toolkit.storage.links import delete_link_or_file
 from evt_toolkit.table.fs_view import list_table_files
 from evt_toolkit.table.guards import TABLE_SERVICE_VERSIONS, has_metadata_table, require_writable
@@ -58,6 +55,7 @@ from evt_toolkit.table.timeline import (
 )
 from evt_toolkit.write.instants import new_instant_time, timeline_times
 from evt_toolkit.write.metadata_sync import sync_files_partition
+from evt_toolkit.write.overtaken import retire_overtaken_rollbacks
 
 if TYPE_CHECKING:
     from evt_toolkit.storage.fs import TableStorage
@@ -67,8 +65,6 @@ __all__ = [
     "CleanResult",
     "clean",
     "gather_clean_inputs",
-    "hadoop_path",
-    "relative_path",
 ]
 
 #: ``CleanPlanner.LATEST_CLEAN_PLAN_VERSION`` / ``CleanerUtils.CLEAN_METADATA_VERSION_2``.
@@ -103,36 +99,6 @@ class CleanResult:
     kept_for_links: tuple[str, ...]
     dry_run: bool
     resumed: bool = False
-
-
-# -- paths ---------------------------------------------------------------------------------------------------------
-
-
-def hadoop_path(storage: TableStorage, rel: str) -> str:
-    """The full path Hudi records for ``rel`` (``Path.toString()``): ``file:/abs/…`` locally, else the URI."""
-    if storage.is_local:
-        return "file:" + storage.full_path(rel)
-    return storage.uri.rstrip("/") + "/" + rel
-
-
-def relative_path(storage: TableStorage, full: str) -> str:
-    """Inverse of :func:`hadoop_path` (also accepts bare absolute paths and ``file://`` URIs).
-
-    Raises:
-        TimelineError: the path is not under the table's base path.
-    """
-    candidates = [storage.uri.rstrip("/") + "/", storage.base_path.rstrip("/") + "/"]
-    text = full
-    if text.startswith("file://"):
-        text = text[len("file://") :]
-    elif text.startswith("file:"):
-        text = text[len("file:") :]
-    for prefix in candidates:
-        if text.startswith(prefix):
-            return text[len(prefix) :]
-        if full.startswith(prefix):
-            return full[len(prefix) :]
-    raise TimelineError(f"{full} is not under the table base path {storage.uri}")
 
 
 # -- gathering -------------------------------------------------------------------------------------------------------
@@ -337,6 +303,7 @@ def clean(
     check_clean_policy(policy, n)  # before anything is touched, as every refusal
     if not dry_run:
         remove_abandoned_schedules(table)
+        retire_overtaken_rollbacks(table)
     resumed = _resume_pending(table, dry_run)
     if resumed is not None:
         return resumed

@@ -15,7 +15,10 @@ What it looks for, each found from ownership records and plans, never from file 
 * **temporary files of killed writers** — a write on a local or HDFS-like file system goes through a temporary file
   beside its target (:mod:`evt_toolkit.storage.temporary`), which a process killed before the rename leaves behind:
   deleted from the partitions once ``older_than_s`` old (a writer still running needs it). Earlier versions named
-  them after their target's log, and hudi-rs read those as logs of another file group.
+  them after their target's log, and hudi-rs read those as logs of another file group;
+* **pending rollbacks that can never finish** — killed before they un-committed their target, then overtaken by a
+  later commit (:func:`~evt_toolkit.write.overtaken.retirable_rollbacks`): they changed nothing, and left
+  pending they stop every stock Hudi writer ("Found commits after time"). Their timeline files are deleted.
 
 Example:
     >>> repair_compactions(t).abandoned_links  # doctest: +SKIP
@@ -29,14 +32,19 @@ import time
 from dataclasses import dataclass
 
 from evt_toolkit.compaction.executor import ensure_plan_links
-from evt_toolkit.compaction.schedule import ABANDONED_AFTER_S, abandoned_schedules, left_by_a_dead_service
+from evt_toolkit.compaction.schedule import (
+    ABANDONED_AFTER_S,
+    abandoned_schedules,
+    left_by_a_dead_service,
+)
 from evt_toolkit.errors import EvtError
 from evt_toolkit.storage.links import check_link, delete_link_or_file, held_by_another_file
-from evt_toolkit.storage.ownership import MARKER_ROOT, drop_ownership, unscheduling_marker
+from evt_toolkit.storage.ownership import drop_ownership, record_folders, unscheduling_markers
 from evt_toolkit.storage.temporary import is_temporary_name
 from evt_toolkit.table.fs_view import list_table_files
 from evt_toolkit.table.guards import TABLE_SERVICE_VERSIONS, require_writable
 from evt_toolkit.table.table import Table
+from evt_toolkit.write.overtaken import retirable_rollbacks, retire_overtaken_rollbacks
 
 __all__ = ["RepairReport", "repair_compactions"]
 
@@ -54,6 +62,8 @@ class RepairReport:
         stale_unschedule_markers: markers of unschedules that died with their plan still pending (deleted: while
             one is there, version-6 writes into the plan's new slices fail).
         stale_temporary_files: temporary files killed writers left in the partitions (deleted).
+        retired_rollbacks: pending rollbacks that can never finish and changed nothing (their timeline files
+            deleted; their targets stay committed).
     """
 
     abandoned_links: tuple[str, ...]
@@ -63,6 +73,7 @@ class RepairReport:
     dry_run: bool
     stale_unschedule_markers: tuple[str, ...] = ()
     stale_temporary_files: tuple[str, ...] = ()
+    retired_rollbacks: tuple[str, ...] = ()
 
     @property
     def clean(self) -> bool:
@@ -74,6 +85,7 @@ class RepairReport:
             or self.stale_record_folders
             or self.stale_unschedule_markers
             or self.stale_temporary_files
+            or self.retired_rollbacks
         )
 
 
@@ -101,12 +113,12 @@ def repair_compactions(table: Table, *, dry_run: bool = True, older_than_s: floa
     now = time.time()
     markers: list[str] = []
     for inst in timeline.pending_compactions():
-        marker = unscheduling_marker(inst.time)
-        # An unschedule that died before deleting the plan: the plan is whole (its missing links are made below),
-        # and nothing depends on the marker once no unschedule can still be running.
-        written = storage.mtime(marker) if storage.exists(marker) else None
-        if written is not None and left_by_a_dead_service(written.timestamp(), older_than_s, now):
-            markers.append(marker)
+        for marker in unscheduling_markers(inst.time):
+            # An unschedule that died before deleting the plan: the plan is whole (its missing links are made
+            # below), and nothing depends on the marker once no unschedule can still be running.
+            written = storage.mtime(marker) if storage.exists(marker) else None
+            if written is not None and left_by_a_dead_service(written.timestamp(), older_than_s, now):
+                markers.append(marker)
         try:
             plan = timeline.compaction_plan(inst)
         except EvtError as exc:
@@ -131,8 +143,7 @@ def repair_compactions(table: Table, *, dry_run: bool = True, older_than_s: floa
                     f"{storage.full_path(link.target_path)} is gone: unschedule the plan and schedule again"
                 )
     completed = {i.time for i in timeline.completed()}
-    _, folders = storage.list_dir(MARKER_ROOT)
-    stale = sorted(f for f in folders if posixpath.basename(f) in completed)
+    stale = sorted(f for instant, folders in record_folders(storage).items() if instant in completed for f in folders)
     report = RepairReport(
         tuple(p for paths in abandoned.values() for p in paths),
         tuple(missing),
@@ -141,6 +152,7 @@ def repair_compactions(table: Table, *, dry_run: bool = True, older_than_s: floa
         dry_run,
         tuple(markers),
         _stale_temporary_files(table, older_than_s, now),
+        tuple(i.time for i in retirable_rollbacks(table)),
     )
     if dry_run:
         return report
@@ -156,6 +168,7 @@ def repair_compactions(table: Table, *, dry_run: bool = True, older_than_s: floa
         storage.delete_file(marker)
     if report.stale_temporary_files:
         storage.delete_files(list(report.stale_temporary_files))
+    retire_overtaken_rollbacks(table)
     table.refresh()
     return report
 

@@ -62,7 +62,7 @@ from evt_toolkit.format.records import (
     RollbackPlanRequest,
     WriteStat,
 )
-from evt_toolkit.services.clean import delete_files, hadoop_path, relative_path
+from evt_toolkit.services.clean import delete_files
 from evt_toolkit.services.rollback_planner import (
     BaseFacts,
     LogFacts,
@@ -72,9 +72,10 @@ from evt_toolkit.services.rollback_planner import (
     plan_compaction_rollback,
     plan_deltacommit_rollback,
 )
+from evt_toolkit.storage.fs import hadoop_path, relative_path
 from evt_toolkit.storage.links import delete_link_or_file, held_by_another_file
 from evt_toolkit.storage.log_blocks import read_block_instants, scan_log, unreadable_log
-from evt_toolkit.storage.ownership import drop_ownership, owned_files
+from evt_toolkit.storage.ownership import drop_markers, drop_ownership, owned_files
 from evt_toolkit.table.fs_view import Listing, list_table_files
 from evt_toolkit.table.guards import TABLE_SERVICE_VERSIONS, has_metadata_table, require_writable
 from evt_toolkit.table.metadata_table import compaction_holding, load_metadata_table
@@ -94,7 +95,7 @@ if TYPE_CHECKING:
     from evt_toolkit.storage.fs import TableStorage
     from evt_toolkit.table.table import Table
 
-__all__ = ["RollbackResult", "rollback"]
+__all__ = ["RollbackResult", "check_rollbackable", "rollback"]
 
 #: ``HoodieRollbackPlan`` / ``HoodieRollbackMetadata`` version Hudi 0.14/0.15 writes.
 ROLLBACK_VERSION = 1
@@ -423,6 +424,8 @@ def _execute(
     # compaction keeps its plan's records (schedule-time links) and loses those of the run that was undone.
     with contextlib.suppress(EvtError):
         drop_ownership(storage, target, [RUN] if action == COMPACTION else None)
+        if action == COMPACTION:  # the run's markers (Hudi drops an instant's markers once it is rolled back)
+            drop_markers(storage, target)
     table.refresh()
     return RollbackResult(
         instant=rollback_instant,
@@ -492,6 +495,21 @@ def _check_rollbackable(table: Table, inst: Instant) -> None:
                 f"cannot roll back completed deltacommit {inst.time} of {uri}: later instants depend on it "
                 f"({', '.join(later)}); only the last write can be rolled back"
             )
+
+
+def check_rollbackable(table: Table, instant: str) -> None:
+    """Raise the :class:`RollbackError` that :func:`rollback` would raise for ``instant`` before changing anything
+    (read only: what a dry run reports). A pending rollback of ``instant`` is checked as its resume is.
+
+    Raises:
+        RollbackError: naming the table, the instant and why.
+    """
+    pending = table.timeline.pending_rollback_of(instant)
+    if pending is not None:
+        inst, plan = pending
+        _check_still_rollbackable(table, inst.time, instant, plan.action or DELTA_COMMIT)
+        return
+    _check_rollbackable(table, _find_target(table, instant))
 
 
 def _check_still_rollbackable(table: Table, rollback_instant: str, target: str, action: str) -> None:

@@ -28,7 +28,13 @@ from typing import Any, BinaryIO, TypeVar, cast
 
 import pyarrow.fs as pafs
 
-from evt_toolkit.errors import ObjectExistsError, ObjectNotFoundError, StorageError, UnsupportedFeatureError
+from evt_toolkit.errors import (
+    ObjectExistsError,
+    ObjectNotFoundError,
+    StorageError,
+    TimelineError,
+    UnsupportedFeatureError,
+)
 from evt_toolkit.storage.calls import StartedCalls
 from evt_toolkit.storage.local import ArrowBackend
 from evt_toolkit.storage.options import StorageOptions, split_legacy_query, split_uri
@@ -89,6 +95,33 @@ def coalesce_ranges(ranges: Sequence[tuple[int, int]], gap: int = COALESCE_GAP) 
         else:
             out.append((a, b))
     return out
+
+
+def hadoop_path(storage: TableStorage, rel: str) -> str:
+    """The full path Hudi records for ``rel`` (``Path.toString()``): ``file:/abs/…`` locally, else the URI."""
+    if storage.is_local:
+        return "file:" + storage.full_path(rel)
+    return storage.uri.rstrip("/") + "/" + rel
+
+
+def relative_path(storage: TableStorage, full: str) -> str:
+    """Inverse of :func:`hadoop_path` (also accepts bare absolute paths and ``file://`` URIs).
+
+    Raises:
+        TimelineError: the path is not under the table's base path.
+    """
+    candidates = [storage.uri.rstrip("/") + "/", storage.base_path.rstrip("/") + "/"]
+    text = full
+    if text.startswith("file://"):
+        text = text[len("file://") :]
+    elif text.startswith("file:"):
+        text = text[len("file:") :]
+    for prefix in candidates:
+        if text.startswith(prefix):
+            return text[len(prefix) :]
+        if full.startswith(prefix):
+            return full[len(prefix) :]
+    raise TimelineError(f"{full} is not under the table base path {storage.uri}")
 
 
 class _CompatFileSystem:
@@ -566,6 +599,31 @@ class TableStorage:
     def write_many(self, items: Mapping[str, bytes], *, overwrite: bool = False) -> None:
         """Write several files in parallel (bounded), each as :meth:`write_bytes_atomic`."""
         self.parallel(lambda kv: self.write_bytes_atomic(kv[0], kv[1], overwrite=overwrite), list(items.items()))
+
+    def create_empty(self, rels: Iterable[str]) -> None:
+        """Create empty files whose names alone matter (Hudi's markers), overwriting any: locally one ``open`` each,
+        no temporary file (an empty file is there or not); elsewhere as :meth:`write_many`.
+
+        Raises:
+            StorageError: a file could not be created (names it).
+        """
+        rels = list(rels)
+        if not self.is_local:
+            self.write_many(dict.fromkeys(rels, b""), overwrite=True)
+            return
+        made: set[str] = set()
+        for rel in rels:
+            self._forget(rel)
+            full = self.full_path(rel)
+            parent = posixpath.dirname(full)
+            try:
+                if parent not in made:
+                    os.makedirs(parent, exist_ok=True)
+                    made.add(parent)
+                with open(full, "wb"):
+                    pass
+            except OSError as exc:
+                raise StorageError(f"cannot write {full}: {exc}") from exc
 
     def copy_file(self, src: str, dst: str, overwrite: bool = False) -> None:
         """Copy a file; server-side on object stores (S3 CopyObject: no byte passes through this process).

@@ -1,8 +1,14 @@
-"""Reading and writing ownership records (:mod:`evt_toolkit.format.ownership`) in a table's marker folder.
+"""Reading and writing ownership records (:mod:`evt_toolkit.format.ownership`) of a table's instants.
 
-Records live beside Hudi's own markers in ``.hoodie/.temp/<instant>/`` as ``evt-owned.<phase>.<task>.<n>.json``.
-Stock Hudi's marker readers only look at names containing ``.marker.``, so they ignore these files; like Hudi, the
-folder of an instant is dropped once the instant completes or is rolled back.
+Records live in ``.hoodie/.temp/evt/<instant>/`` as ``evt-owned.<phase>.<task>.<n>.json``, beside Hudi's marker
+folders (``.hoodie/.temp/<instant>/``) and never inside one: stock Hudi rolls a pending instant back by its markers,
+and its marker-based rollback takes *every* file of the instant's marker folder for a marker
+(``DirectWriteMarkers.allMarkerFilePaths``, then ``IOType.valueOf`` of the name's last extension in
+``MarkerBasedRollbackStrategy``), so one record there made every stock rollback of the instant fail — and with it
+every stock write, which rolls failed writes back first. The other files the toolkit keeps per instant (an
+unschedule's marker, a run's abandoned attempts) live in the same folder. Records an earlier version of the toolkit
+wrote into the marker folder are still read and dropped. Like Hudi's markers, an instant's records are dropped once
+the instant completes or is rolled back.
 
 Every writer calls :func:`record_ownership` *before* it creates the files: a crash between the two leaves a record
 of a file that does not exist, which deletes nothing; the opposite order could leave a file nobody owns.
@@ -21,29 +27,69 @@ import uuid
 from collections.abc import Iterable
 
 from evt_toolkit.format.ownership import OwnedFile, OwnershipRecord
-from evt_toolkit.storage.fs import TableStorage
+from evt_toolkit.format.table_version import TEMP_FOLDER, create_marker
+from evt_toolkit.storage.fs import FileEntry, TableStorage
 
 __all__ = [
     "MARKER_ROOT",
+    "RECORD_ROOT",
     "abandon_attempt",
     "abandoned_marker",
     "attempt_state",
+    "drop_markers",
     "drop_ownership",
+    "mark_created",
     "marker_folder",
     "new_attempt",
     "owned_files",
     "ownership_records",
+    "record_folder",
+    "record_folders",
     "record_ownership",
     "unscheduling_marker",
+    "unscheduling_markers",
 ]
 
-MARKER_ROOT = ".hoodie/.temp"
+MARKER_ROOT = TEMP_FOLDER
+#: The toolkit's own files of each instant, one folder per instant (not an instant's marker folder: no instant is
+#: named ``evt``).
+RECORD_ROOT = ".hoodie/.temp/evt"
 _PREFIX = "evt-owned."
 
 
 def marker_folder(instant: str) -> str:
-    """``.hoodie/.temp/<instant>``: where Hudi's markers and the toolkit's ownership records of an instant live."""
+    """``.hoodie/.temp/<instant>``: Hudi's markers of an instant (and records an earlier version wrote there)."""
     return posixpath.join(MARKER_ROOT, instant)
+
+
+def record_folder(instant: str) -> str:
+    """``.hoodie/.temp/evt/<instant>``: the toolkit's ownership records, unschedule marker and abandoned attempts of
+    an instant."""
+    return posixpath.join(RECORD_ROOT, instant)
+
+
+def record_folders(storage: TableStorage) -> dict[str, list[str]]:
+    """``instant -> folders`` that may hold records of the instant: its record folder, and its marker folder where an
+    earlier version wrote them (every instant-named folder of either root)."""
+    out: dict[str, list[str]] = {}
+    for root in (RECORD_ROOT, MARKER_ROOT):
+        _, folders = storage.list_dir(root)
+        for folder in folders:
+            instant = posixpath.basename(folder)
+            if instant.isdigit():
+                out.setdefault(instant, []).append(folder)
+    return out
+
+
+def mark_created(storage: TableStorage, instant: str, rels: Iterable[str]) -> None:
+    """Write Hudi's ``CREATE`` marker of each file ``instant`` is about to create (after its ownership record):
+    a stock rollback of the instant, which goes by markers, then deletes them too."""
+    storage.create_empty(create_marker(instant, rel) for rel in rels)
+
+
+def drop_markers(storage: TableStorage, instant: str) -> None:
+    """Delete Hudi's markers of ``instant`` (not the records an earlier version kept beside them)."""
+    storage.delete_files([e.path for e in storage.list_files(marker_folder(instant)) if ".marker." in e.name])
 
 
 def unscheduling_marker(instant: str) -> str:
@@ -54,7 +100,13 @@ def unscheduling_marker(instant: str) -> str:
     writer put into a new slice, and a crash half-way cannot leave a committed log in a slice whose plan is gone.
     Dropped with the instant's records.
     """
-    return posixpath.join(marker_folder(instant), "evt-unscheduling")
+    return posixpath.join(record_folder(instant), "evt-unscheduling")
+
+
+def unscheduling_markers(instant: str) -> tuple[str, str]:
+    """Where an unschedule's marker of ``instant`` may be: :func:`unscheduling_marker`, and the marker folder, where
+    an earlier version wrote it."""
+    return unscheduling_marker(instant), posixpath.join(marker_folder(instant), "evt-unscheduling")
 
 
 def new_attempt() -> str:
@@ -65,7 +117,7 @@ def new_attempt() -> str:
 
 def abandoned_marker(instant: str, attempt: str) -> str:
     """The file a driver writes when it gives up run ``attempt`` of ``instant`` (its job failed or was cancelled)."""
-    return posixpath.join(marker_folder(instant), f"evt-abandoned.{attempt}")
+    return posixpath.join(record_folder(instant), f"evt-abandoned.{attempt}")
 
 
 def abandon_attempt(storage: TableStorage, instant: str, attempt: str) -> None:
@@ -79,7 +131,7 @@ def abandon_attempt(storage: TableStorage, instant: str, attempt: str) -> None:
 
 def attempt_state(names: Iterable[str], attempt: str) -> str:
     """``live``, ``abandoned`` or ``gone`` (its record dropped: the run was rolled back, or completed): run
-    ``attempt``'s state among the file ``names`` of its instant's marker folder."""
+    ``attempt``'s state among the file ``names`` of its instant's record folder."""
     recorded = abandoned = False
     for name in names:
         if name == f"evt-abandoned.{attempt}":
@@ -100,18 +152,25 @@ def record_ownership(
     """
     record = OwnershipRecord(instant, phase, task, tuple(files))
     name = f"{_PREFIX}{phase}.{task}.{uuid.uuid4().hex[:12]}.json"
-    storage.write_bytes_atomic(posixpath.join(marker_folder(instant), name), record.encode())
+    storage.write_bytes_atomic(posixpath.join(record_folder(instant), name), record.encode())
     return record
+
+
+def _record_files(storage: TableStorage, instant: str) -> list[FileEntry]:
+    """The record files of ``instant``, in its record folder and (written by an earlier version) its marker folder."""
+    out: list[FileEntry] = []
+    for folder in (record_folder(instant), marker_folder(instant)):
+        files, _ = storage.list_dir(folder)
+        out.extend(e for e in files if e.name.startswith(_PREFIX) and e.name.endswith(".json"))
+    return out
 
 
 def ownership_records(storage: TableStorage, instant: str) -> list[OwnershipRecord]:
     """Every ownership record of ``instant`` (empty when none was written or the folder was dropped)."""
-    files, _ = storage.list_dir(marker_folder(instant))
-    out = []
-    for entry in files:
-        if entry.name.startswith(_PREFIX) and entry.name.endswith(".json"):
-            out.append(OwnershipRecord.decode(storage.read_bytes(entry.path), storage.full_path(entry.path)))
-    return out
+    return [
+        OwnershipRecord.decode(storage.read_bytes(e.path), storage.full_path(e.path))
+        for e in _record_files(storage, instant)
+    ]
 
 
 def owned_files(storage: TableStorage, instant: str, phases: Iterable[str] | None = None) -> dict[str, OwnedFile]:
@@ -126,12 +185,13 @@ def owned_files(storage: TableStorage, instant: str, phases: Iterable[str] | Non
 
 
 def drop_ownership(storage: TableStorage, instant: str, phases: Iterable[str] | None = None) -> None:
-    """Delete the records of ``instant`` (of ``phases`` only, when given; otherwise its whole marker folder)."""
+    """Delete the records of ``instant`` (of ``phases`` only, when given; otherwise its record folder and, as Hudi
+    drops it once an instant completes or is rolled back, its marker folder)."""
     if phases is None:
+        storage.delete_dir(record_folder(instant))
         storage.delete_dir(marker_folder(instant))
         return
     wanted = set(phases)
-    files, _ = storage.list_dir(marker_folder(instant))
-    for entry in files:
-        if entry.name.startswith(_PREFIX) and entry.name.split(".")[1] in wanted:
+    for entry in _record_files(storage, instant):
+        if entry.name.split(".")[1] in wanted:
             storage.delete_file(entry.path)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from evt_toolkit.errors import StorageError, TimelineError
+from evt_toolkit.errors import EvtError, StorageError, TimelineError
 from evt_toolkit.format.metadata import (
     decode_clean_metadata,
     decode_clean_plan,
@@ -438,6 +438,20 @@ class Timeline:
         rel, data = self._plan_file(instant, (ROLLBACK,))
         return RollbackPlan.from_record(decode_rollback_plan(data, self._full(rel)))
 
+    def pending_rollbacks(self) -> list[Instant]:
+        """The rollback instants not completed (requested or inflight), by requested time."""
+        return [i for i in self.instants if i.action == ROLLBACK and not i.is_completed]
+
+    def pending_rollback_plans(self) -> list[tuple[Instant, RollbackPlan | None]]:
+        """Each pending rollback with its plan (``None``: the plan cannot be read)."""
+        out: list[tuple[Instant, RollbackPlan | None]] = []
+        for inst in self.pending_rollbacks():
+            try:
+                out.append((inst, self.rollback_plan(inst)))
+            except EvtError:
+                out.append((inst, None))
+        return out
+
     def pending_rollback_of(self, target: str) -> tuple[Instant, RollbackPlan] | None:
         """The pending rollback whose plan rolls back ``target``, with its plan (``None``: none is pending).
 
@@ -447,11 +461,10 @@ class Timeline:
         Raises:
             MetadataDecodeError: the plan of a pending rollback is unreadable (names the file).
         """
-        for inst in self.instants:
-            if inst.action == ROLLBACK and not inst.is_completed:
-                plan = self.rollback_plan(inst)
-                if plan.target == target:
-                    return inst, plan
+        for inst in self.pending_rollbacks():
+            plan = self.rollback_plan(inst)
+            if plan.target == target:
+                return inst, plan
         return None
 
     def rollback_overtaken_by(self, plan: RollbackPlan) -> tuple[Instant, ...]:

@@ -34,7 +34,7 @@ from evt_toolkit.format.names import BaseFileName, new_write_token
 from evt_toolkit.format.ownership import BASE, WRITE, OwnedFile
 from evt_toolkit.format.properties import dump_properties
 from evt_toolkit.format.records import WriteStat
-from evt_toolkit.format.table_version import TEMP_FOLDER
+from evt_toolkit.format.table_version import create_marker
 from evt_toolkit.storage.fs import TableStorage
 from evt_toolkit.storage.ownership import record_ownership
 from evt_toolkit.write.fence import require_inflight, withdraw_if_decided
@@ -54,8 +54,7 @@ def base_file_marker_path(instant: str, partition_path: str, file_name: str) -> 
         >>> base_file_marker_path("2", "p=a", "f-0_0-0-0_2.parquet")
         '.hoodie/.temp/2/p=a/f-0_0-0-0_2.parquet.marker.CREATE'
     """
-    folder = posixpath.join(TEMP_FOLDER, instant, partition_path) if partition_path else f"{TEMP_FOLDER}/{instant}"
-    return posixpath.join(folder, f"{file_name}.marker.CREATE")
+    return create_marker(instant, posixpath.join(partition_path, file_name) if partition_path else file_name)
 
 
 def base_file_rows(spec: WriteJobSpec, upserts: pa.Table, file_name: str, task_partition_id: int) -> pa.Table:

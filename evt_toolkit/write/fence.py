@@ -31,7 +31,7 @@ from evt_toolkit.errors import CompactionExecutionError, EvtError, WriteError
 from evt_toolkit.format.names import COMPLETED, INFLIGHT, REQUESTED, InstantFileName
 from evt_toolkit.format.table_version import table_version_format
 from evt_toolkit.storage.fs import TableStorage
-from evt_toolkit.storage.ownership import attempt_state, marker_folder
+from evt_toolkit.storage.ownership import attempt_state, record_folder
 from evt_toolkit.table.timeline import COMMIT, COMPACTION, DELTA_COMMIT
 from evt_toolkit.write.plan import WriteJobSpec
 
@@ -186,13 +186,13 @@ def require_compaction_running(storage: TableStorage, timeline_path: str, layout
 
 def require_attempt_live(storage: TableStorage, instant: str, attempt: str, what: str) -> None:
     """Refuse to write ``what`` unless run ``attempt`` of compaction ``instant`` is still the driver's: its tasks'
-    ownership record stands and the driver has not recorded it abandoned (one listing of the marker folder).
+    ownership record stands and the driver has not recorded it abandoned (one listing of the record folder).
 
     Raises:
         CompactionExecutionError: the driver gave the attempt up (its job failed or was cancelled), or the run's
             records are gone (rolled back, or completed by another attempt); nothing was written.
     """
-    files, _ = storage.list_dir(marker_folder(instant))
+    files, _ = storage.list_dir(record_folder(instant))
     state = attempt_state((f.name for f in files), attempt)
     if state == "live":
         return

@@ -49,7 +49,7 @@ from evt_toolkit.format.table_version import WRITABLE_TABLE_VERSIONS
 from evt_toolkit.read.key_states import log_key_states
 from evt_toolkit.storage.fs import TableStorage
 from evt_toolkit.storage.log_blocks import read_block_instants
-from evt_toolkit.storage.ownership import drop_ownership, owned_files, unscheduling_marker
+from evt_toolkit.storage.ownership import drop_ownership, owned_files, unscheduling_markers
 from evt_toolkit.table.fs_view import FileSystemView, list_partition_files
 from evt_toolkit.table.guards import has_metadata_table, require_writable
 from evt_toolkit.table.schema import latest_avro_schema
@@ -59,6 +59,7 @@ from evt_toolkit.write.index import BUCKET, WriteIndex, check_record_layout, che
 from evt_toolkit.write.instants import new_instant_time
 from evt_toolkit.write.key_encoding import single_key_field_prefixed
 from evt_toolkit.write.metadata_sync import added_files, sync_files_partition
+from evt_toolkit.write.overtaken import retire_overtaken_rollbacks
 from evt_toolkit.write.plan import (
     DEFAULT_MAX_DATA_BLOCK_SIZE,
     DEFAULT_MAX_LOG_FILE_SIZE,
@@ -361,7 +362,7 @@ def _check_slices_still_latest(table: Table, instant: str, fgs: list[FileGroupWr
     latest = {(s.partition_path, s.file_id): s.base_instant for s in view.latest_file_slices()}
     pending = {inst.time for inst in view.pending_compaction_operations.values()}
     written = {fg.base_instant for fg in fgs if not fg.is_new_file_group}
-    unscheduling = {c for c in pending & written if table.storage.exists(unscheduling_marker(c))}
+    unscheduling = {c for c in pending & written if any(map(table.storage.exists, unscheduling_markers(c)))}
     for fg in fgs:
         if fg.is_new_file_group:
             continue
@@ -980,5 +981,11 @@ def write(
     if not storage.is_object_store:
         with contextlib.suppress(EvtError):
             drop_ownership(storage, instant)
+    pending_rollback = bool(table.timeline.pending_rollbacks())
     table.refresh()
+    if pending_rollback:
+        # This write may have overtaken a rollback killed before it changed anything: retired now, before a stock
+        # writer resumes it and stops (write/overtaken). The write is committed whatever happens here.
+        with contextlib.suppress(EvtError):
+            retire_overtaken_rollbacks(table)
     return instant

@@ -204,7 +204,7 @@ def test_links_are_idempotent_and_conflicts_named(tmp_path: Path) -> None:
     # A differing file under a link name that the schedule did not create (no record of it) is reported, never
     # replaced. (A recorded link of an abandoned schedule is removed before scheduling again.)
     Path(t.storage.full_path(f".hoodie/{c.instant}.compaction.requested")).unlink()
-    shutil.rmtree(t.storage.full_path(f".hoodie/.temp/{c.instant}"))
+    shutil.rmtree(t.storage.full_path(f".hoodie/.temp/evt/{c.instant}"))
     link = Path(t.storage.full_path(c.links[0].symlink_path))
     link.write_bytes(b"other")
     with pytest.raises(PlanValidationError, match=c.links[0].symlink):

@@ -75,7 +75,7 @@ def test_links_of_a_schedule_killed_before_its_plan_go_also_once_archival_passed
     t.write(rows([1, 3], 10, 100))
     t.write(rows([1, 5], 20, 500))
     assert_killed(run_child(Path(t.path), "schedule.before_plan", "schedule", str(BASE + 300), "copy", "schedule"))
-    [c] = [p.name for p in (Path(t.path) / ".hoodie" / ".temp").iterdir()]
+    [c] = [p.name for p in (Path(t.path) / ".hoodie" / ".temp" / "evt").iterdir()]
     links = sorted(str(p.relative_to(t.path)) for p in Path(t.path).rglob(f".*_{c}.log.*"))
     assert links, "the killed schedule left its links"
     t.write(rows([3], 30, 600))

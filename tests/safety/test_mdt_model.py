@@ -46,9 +46,8 @@ import evt_toolkit as evt
 from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
 from evt_toolkit.compaction.strategy import UnBoundedCompactionStrategy
 from evt_toolkit.errors import PendingTableServiceError, ReadError, WriteError
-from evt_toolkit.services.clean import relative_path
 from evt_toolkit.services.clean_planner import KEEP_LATEST_COMMITS, KEEP_LATEST_FILE_VERSIONS
-from evt_toolkit.storage.fs import TableStorage
+from evt_toolkit.storage.fs import TableStorage, relative_path
 from evt_toolkit.table.fs_view import list_table_files
 from evt_toolkit.table.metadata_table import metadata_table_support, read_files_partition
 from evt_toolkit.table.table import Table

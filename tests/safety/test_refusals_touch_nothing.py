@@ -37,7 +37,7 @@ from evt_toolkit.errors import (
     UnsupportedTableError,
 )
 from evt_toolkit.format.ownership import LINK, SCHEDULE, OwnedFile
-from evt_toolkit.storage.ownership import record_ownership
+from evt_toolkit.storage.ownership import record_folder, record_ownership
 from tests.faults import assert_killed, run_child
 from tests.tables import BASE, create, rows
 
@@ -76,9 +76,10 @@ def _abandon(t: evt.HudiTable) -> str:
     shutil.copy2(log, link)
     record_ownership(t.storage, c, SCHEDULE, "links", [OwnedFile(str(link.relative_to(root)), LINK)])
     _set_back(link)
-    for p in (root / ".hoodie" / ".temp" / c).rglob("*"):
+    folder = root / record_folder(c)
+    for p in folder.rglob("*"):
         _set_back(p)
-    _set_back(root / ".hoodie" / ".temp" / c)
+    _set_back(folder)
     assert c in abandoned_schedules(t.refresh()), "the setup leaves an abandoned schedule"
     return c
 

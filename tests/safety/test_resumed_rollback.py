@@ -33,7 +33,9 @@ import evt_toolkit as evt
 from evt_toolkit.cli import main
 from evt_toolkit.compaction import EventTimeBasedCompactionStrategy, UnBoundedCompactionStrategy
 from evt_toolkit.errors import PendingTableServiceError, RollbackError
-from tests.faults import assert_killed, run_child
+from evt_toolkit.format.names import INFLIGHT
+from evt_toolkit.table.timeline import ROLLBACK
+from tests.faults import assert_killed, run_child, save_batch
 from tests.services import failed_write, missing_live_files
 from tests.tables import BASE, carried_keys, create, history, hudi_rs, rows, same
 
@@ -64,6 +66,13 @@ def _pending_rollbacks_set_aside(root: Path) -> Iterator[None]:
             dst.rename(src)
 
 
+def _batch(tmp_path: Path, ids: list[int], ts: int) -> str:
+    """Upserts of ``ids`` at ordering value ``ts`` in a Parquet file, for a write in a child process."""
+    path = tmp_path / f"batch-{ts}.parquet"
+    save_batch(rows(ids, ts, 100), path)
+    return str(path)
+
+
 def _tree(root: Path) -> dict[str, int]:
     return {
         str(p.relative_to(root)): p.lstat().st_size
@@ -75,26 +84,42 @@ def _tree(root: Path) -> dict[str, int]:
 def _compacts_past_the_overtaken_rollback(
     t: evt.HudiTable, target: str, want: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A pending rollback that can no longer finish does not hold compaction up for good: a full compaction is
-    scheduled and run, the answers stay, and the rollback stays pending, refused and harmless."""
+    """A pending rollback that can no longer finish does not hold the table up for good. `evt rollback` says so and
+    changes nothing; `evt repair` reports it; the next schedule retires it (its timeline files go: left pending, it
+    would stop every stock Hudi writer, which resumes pending rollbacks first) and plans a full compaction past it;
+    the answers stay, and rolling the target back is a new request, refused like any other."""
     pending = t.refresh().timeline.pending_rollback_of(target)
     assert pending is not None, "the overtaken rollback is still pending"
+    rb = pending[0].time
     assert t.timeline.rollback_overtaken_by(pending[1]), "nothing lets it finish"
+    root = Path(t.path)
+    before = _tree(root)
+    for flags in ([], ["--yes"]):  # evt rollback says so, dry run or not
+        capsys.readouterr()
+        assert main(["rollback", t.path, target, *flags]) == 1
+        err = capsys.readouterr().err
+        assert re.search(f"rollback {rb} of {target} .* can no longer finish", err), err
+        assert "retires it" in err, err
+    capsys.readouterr()
+    assert main(["repair", t.path, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["retired_rollbacks"] == [rb], "the dry run reports it"
+    assert _tree(root) == before, "evt rollback and the repair's dry run change nothing"
     c = t.compaction.schedule(UnBoundedCompactionStrategy())
     assert c is not None, "a full compaction is planned past the overtaken rollback"
+    assert t.refresh().timeline.pending_rollback_of(target) is None, "the schedule retired the rollback"
+    assert not [p for p in (root / ".hoodie").rglob(f"{rb}.rollback*") if "metadata" not in p.parts]
     t.compaction.run(c.instant)
     same(t.refresh().read(), want, "snapshot after compacting past the overtaken rollback")
     same(hudi_rs(t.path), want, "hudi-rs snapshot after compacting past the overtaken rollback")
     same(t.read("read_optimized"), want, "read-optimized view after the full compaction")
     assert missing_live_files(t) == []
-    before = _tree(Path(t.path))
+    before = _tree(root)
     with pytest.raises(RollbackError, match=target):
         t.rollback(target)
-    for flags in ([], ["--yes"]):  # evt rollback says so, dry run or not
-        capsys.readouterr()
-        assert main(["rollback", t.path, target, *flags]) == 1
-        assert re.search(f"rollback {pending[0].time} of {target} .* can no longer finish", capsys.readouterr().err)
-    assert _tree(Path(t.path)) == before, "the overtaken rollback, resumed after the compaction, changes nothing"
+    capsys.readouterr()
+    assert main(["rollback", t.path, target]) == 1, "the dry run refuses what the rollback refuses"
+    assert target in capsys.readouterr().err
+    assert _tree(root) == before, "rolling the target back again, refused, changes nothing"
 
 
 @pytest.mark.parametrize("fault", BEFORE_UNCOMMIT)
@@ -110,7 +135,11 @@ def test_a_resumed_rollback_of_the_last_write_is_refused_once_a_later_write_comm
     assert_killed(proc)
     assert last in {i.time for i in t.refresh().timeline.completed_commits()}, "the write is still committed"
 
-    t.write(rows([10, 12, 14, 0], 30, 100))
+    # A write that completes retires the rollback it overtook (below); killed right after completing, it leaves the
+    # rollback pending, as a writer that does not retire rollbacks would.
+    assert_killed(
+        run_child(Path(t.path), "write.after_complete", "write", _batch(tmp_path, [10, 12, 14, 0], 30), "upsert")
+    )
     want = t.refresh().read()
     assert sorted(want["id"].to_pylist()) == [0, 1, 2, 3, 10, 12, 14]
     before = _tree(Path(t.path))
@@ -272,3 +301,64 @@ def test_evt_rollback_resumes_a_rollback_of_the_last_write_at_any_step(
     same(hudi_rs(t.path), want, "hudi-rs snapshot after the resumed rollback")
     assert missing_live_files(t) == []
     assert t.compaction.schedule(EventTimeBasedCompactionStrategy(threshold=BASE + 10_000)) is not None
+
+
+@pytest.mark.parametrize("version", [6, 9])
+def test_only_a_rollback_that_can_never_finish_and_changed_nothing_is_retired(tmp_path: Path, version: int) -> None:
+    """Retirement (by the write that overtakes it, the next schedule, clean or `evt repair --yes`) takes a pending
+    rollback off the timeline only when a *completed* instant overtook it and everything its plan deletes is still
+    there:
+
+    * overtaken by a failed write only, it is kept — rolling the failed write back lets it finish, and resumed it
+      rolls its target back;
+    * killed between the two deletions of a retirement (its inflight file gone), it is retired the next time;
+    * a plan naming a file that is gone (stock Hudi deletes a rollback's files before it un-commits the target, so
+      such a rollback has changed data) is kept as the record of what it did.
+    """
+    t = create(tmp_path / "t", "commit_time", buckets=2, table_version=version)
+    t.write(rows(range(0, 4), 10, 100))
+    last = t.write(rows([10, 12], 20, 100))
+    assert_killed(run_child(Path(t.path), "rollback.after_inflight", "rollback", last))
+    rb = cast("tuple[Any, Any]", t.refresh().timeline.pending_rollback_of(last))[0].time
+    failed = failed_write(t, rows([1, 14], 30, 100))
+    assert t.compaction.repair(dry_run=True).retired_rollbacks == (), "a pending write overtakes it for now only"
+    t.compaction.repair(dry_run=False, older_than_s=0)
+    assert t.refresh().timeline.pending_rollback_of(last) is not None
+    t.rollback(failed)
+    r = t.rollback(last)
+    assert r.resumed and r.instant == rb, "the failed write rolled back, the kept rollback finishes"
+    assert sorted(t.refresh().read()["id"].to_pylist()) == [0, 1, 2, 3]
+    same(hudi_rs(t.path), t.read(), "hudi-rs after the resumed rollback")
+
+    # Overtaken by a write that completes: the write retires it.
+    last = t.write(rows([10, 12], 40, 100))
+    assert_killed(run_child(Path(t.path), "rollback.after_inflight", "rollback", last))
+    assert t.refresh().timeline.pending_rollback_of(last) is not None
+    t.write(rows([14], 45, 100))
+    assert t.refresh().timeline.pending_rollback_of(last) is None, "the overtaking write retired it"
+    assert 10 in t.read()["id"].to_pylist(), "its target stays committed"
+
+    # Overtaken by a write killed before it retired it, and killed half-way through its retirement.
+    last = t.write(rows([16], 48, 100))
+    assert_killed(run_child(Path(t.path), "rollback.after_inflight", "rollback", last))
+    rb = cast("tuple[Any, Any]", t.refresh().timeline.pending_rollback_of(last))[0].time
+    assert_killed(run_child(Path(t.path), "write.after_complete", "write", _batch(tmp_path, [14], 50), "upsert"))
+    want = t.refresh().read()
+    (Path(t.path) / t.instant_file(rb, ROLLBACK, INFLIGHT)).unlink()
+    assert t.refresh().compaction.repair(dry_run=True).retired_rollbacks == (rb,)
+    assert t.compaction.repair(dry_run=False, older_than_s=0).retired_rollbacks == (rb,)
+    assert t.refresh().timeline.pending_rollback_of(last) is None
+    same(t.read(), want, "snapshot after the retirement")
+
+    # A plan one of whose files is gone is kept, by the repair and a clean. (On version 6 a later write into the
+    # same slice takes a deleted log's name again: the file is then there, and so is the rollback's retirement.)
+    last = t.write(rows([16], 60, 100))
+    assert_killed(run_child(Path(t.path), "rollback.after_inflight", "rollback", last))
+    _, plan = cast("tuple[Any, Any]", t.refresh().timeline.pending_rollback_of(last))
+    assert_killed(run_child(Path(t.path), "write.after_complete", "write", _batch(tmp_path, [18], 70), "upsert"))
+    gone = next(p for r in plan.requests for p in r.files_to_delete)
+    Path(gone.removeprefix("file:")).unlink()
+    assert t.refresh().compaction.repair(dry_run=True).retired_rollbacks == ()
+    t.compaction.repair(dry_run=False, older_than_s=0)
+    t.clean()
+    assert t.refresh().timeline.pending_rollback_of(last) is not None
