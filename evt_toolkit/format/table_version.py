@@ -33,11 +33,28 @@ from evt_toolkit.errors import InvalidNameError, UnsupportedTableError
 from evt_toolkit.format.metadata import encode_commit_metadata_avro, encode_commit_metadata_json
 from evt_toolkit.format.names import COMPLETED, BaseFileName, InstantFileName
 
-__all__ = ["WRITABLE_TABLE_VERSIONS", "TableVersionFormat", "create_marker", "table_version_format"]
+__all__ = [
+    "TEMP_FOLDER",
+    "WRITABLE_TABLE_VERSIONS",
+    "TableVersionFormat",
+    "create_marker",
+    "marker_folder",
+    "table_version_format",
+]
 
 #: Table versions this toolkit writes: 6 (Hudi 0.14/0.15, readable by 0.x and 1.x) and 8/9 (Hudi 1.0/1.1).
 WRITABLE_TABLE_VERSIONS = (6, 8, 9)
 TEMP_FOLDER = ".hoodie/.temp"
+
+
+def marker_folder(instant: str) -> str:
+    """``.hoodie/.temp/<instant>``: the folder of an instant's markers (``HoodieTableMetaClient.getMarkerFolderPath``).
+
+    Example:
+        >>> marker_folder("2")
+        '.hoodie/.temp/2'
+    """
+    return posixpath.join(TEMP_FOLDER, instant)
 
 
 def create_marker(instant: str, rel: str) -> str:
@@ -48,7 +65,7 @@ def create_marker(instant: str, rel: str) -> str:
         >>> create_marker("2", "p=a/f-0_0-0-0_2.parquet")
         '.hoodie/.temp/2/p=a/f-0_0-0-0_2.parquet.marker.CREATE'
     """
-    return posixpath.join(TEMP_FOLDER, instant, f"{rel}.marker.CREATE")
+    return posixpath.join(marker_folder(instant), f"{rel}.marker.CREATE")
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,12 +129,7 @@ class TableVersionFormat:
                 write_instant, posixpath.join(partition_path, log_file_name) if partition_path else log_file_name
             )
         marker = f"{BaseFileName(file_id, write_token, slice_base_instant, '.parquet').name}.marker.APPEND"
-        folder = (
-            posixpath.join(TEMP_FOLDER, write_instant, partition_path)
-            if partition_path
-            else (posixpath.join(TEMP_FOLDER, write_instant))
-        )
-        return posixpath.join(folder, marker)
+        return posixpath.join(marker_folder(write_instant), partition_path, marker)
 
     def delta_stat_fields(self, *, write_instant: str, log_file_name: str) -> dict[str, Any]:
         """``HoodieDeltaWriteStat`` fields whose meaning changed in 1.x, to override the v6 values with (or ``{}``).

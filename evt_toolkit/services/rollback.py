@@ -62,6 +62,7 @@ from evt_toolkit.format.records import (
     RollbackPlanRequest,
     WriteStat,
 )
+from evt_toolkit.format.table_version import marker_folder
 from evt_toolkit.services.clean import delete_files
 from evt_toolkit.services.rollback_planner import (
     BaseFacts,
@@ -99,7 +100,6 @@ __all__ = ["RollbackResult", "check_rollbackable", "rollback"]
 
 #: ``HoodieRollbackPlan`` / ``HoodieRollbackMetadata`` version Hudi 0.14/0.15 writes.
 ROLLBACK_VERSION = 1
-MARKER_FOLDER = ".hoodie/.temp"
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,7 +181,7 @@ def _markers(storage: TableStorage, instant: str) -> list[tuple[str, str, str]]:
     Timeline-server markers (``MARKERS<n>`` files listing the names) are read too, as ``MarkerBasedRollbackUtils``
     accepts both.
     """
-    root = posixpath.join(MARKER_FOLDER, instant)
+    root = marker_folder(instant)
     out: list[tuple[str, str, str]] = []
     stack = [root]
     while stack:

@@ -14,6 +14,7 @@ Every writer calls :func:`record_ownership` *before* it creates the files: a cra
 of a file that does not exist, which deletes nothing; the opposite order could leave a file nobody owns.
 
 Example:
+    >>> from evt_toolkit.format.ownership import LOG, WRITE
     >>> files = [OwnedFile("p/.f.log.1_0-0-0", LOG)]
     >>> record_ownership(storage, "20250101000000000", WRITE, "0-0-0", files)  # doctest: +SKIP
     >>> sorted(owned_files(storage, "20250101000000000"))  # doctest: +SKIP
@@ -27,7 +28,7 @@ import uuid
 from collections.abc import Iterable
 
 from evt_toolkit.format.ownership import OwnedFile, OwnershipRecord
-from evt_toolkit.format.table_version import TEMP_FOLDER, create_marker
+from evt_toolkit.format.table_version import TEMP_FOLDER, create_marker, marker_folder
 from evt_toolkit.storage.fs import FileEntry, TableStorage
 
 __all__ = [
@@ -53,13 +54,8 @@ __all__ = [
 MARKER_ROOT = TEMP_FOLDER
 #: The toolkit's own files of each instant, one folder per instant (not an instant's marker folder: no instant is
 #: named ``evt``).
-RECORD_ROOT = ".hoodie/.temp/evt"
+RECORD_ROOT = posixpath.join(TEMP_FOLDER, "evt")
 _PREFIX = "evt-owned."
-
-
-def marker_folder(instant: str) -> str:
-    """``.hoodie/.temp/<instant>``: Hudi's markers of an instant (and records an earlier version wrote there)."""
-    return posixpath.join(MARKER_ROOT, instant)
 
 
 def record_folder(instant: str) -> str:

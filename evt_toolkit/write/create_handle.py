@@ -166,7 +166,7 @@ def write_base_file(
     # Recorded before it exists: a rollback deletes exactly the recorded files of the instant (docs/hudi-1x.md §5).
     record_ownership(storage, spec.instant, WRITE, token, [OwnedFile(rel, BASE)])
     _ensure_partition_metafile(storage, spec, fg.partition_path)
-    storage.write_bytes_atomic(base_file_marker_path(spec.instant, fg.partition_path, name), b"", overwrite=True)
+    storage.create_empty([base_file_marker_path(spec.instant, fg.partition_path, name)])
     try:
         storage.write_bytes_atomic(rel, payload)
     except StorageError as exc:

@@ -77,6 +77,7 @@ from evt_toolkit.format.metadata import read_avro_container
 from evt_toolkit.format.names import DEFAULT_WRITE_TOKEN, BaseFileName, InstantFileName, LogFileName
 from evt_toolkit.format.properties import HOODIE_PROPERTIES, HOODIE_PROPERTIES_BACKUP, dump_properties
 from evt_toolkit.format.records import RollbackPlan
+from evt_toolkit.format.table_version import create_marker, marker_folder
 from evt_toolkit.storage.fs import TableStorage
 from evt_toolkit.table.config import load_table_config
 from evt_toolkit.table.metadata_table import (
@@ -319,7 +320,7 @@ def _rollback(table: Table, mdt: MetadataTable, instant: str, rollback_instant: 
             except ObjectNotFoundError:
                 continue
             deleted.append(rel)
-    storage.delete_dir(f"{METADATA_FOLDER}/.hoodie/.temp/{instant}")
+    storage.delete_dir(posixpath.join(METADATA_FOLDER, marker_folder(instant)))
     for rel in target_files:
         if storage.exists(rel):
             storage.delete_file(rel)
@@ -503,8 +504,7 @@ def sync_files_partition(
     storage.put_if_absent(
         posixpath.join(timeline, InstantFileName(instant, "deltacommit", "INFLIGHT").name), encode_mdt_inflight()
     )
-    marker = f"{METADATA_FOLDER}/.hoodie/.temp/{instant}/{FILES}/{log_name}.marker.CREATE"
-    storage.write_bytes_atomic(marker, b"", overwrite=True)
+    storage.create_empty([posixpath.join(METADATA_FOLDER, create_marker(instant, f"{FILES}/{log_name}"))])
     storage.put_if_absent(log_rel, block)
     completion = new_instant_time([*_all_times(table, mdt), instant], _timezone(table), scope=table.storage.uri)
     commit = encode_mdt_deltacommit(
@@ -518,5 +518,5 @@ def sync_files_partition(
     storage.put_if_absent(
         posixpath.join(timeline, InstantFileName(instant, "deltacommit", "COMPLETED", completion).name), commit
     )
-    storage.delete_dir(f"{METADATA_FOLDER}/.hoodie/.temp/{instant}")
+    storage.delete_dir(posixpath.join(METADATA_FOLDER, marker_folder(instant)))
     return MetadataCommit(instant, completion, log_rel, len(records), replaced, dropped)

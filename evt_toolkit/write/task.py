@@ -37,7 +37,7 @@ from evt_toolkit.format.log_writer import (
     encode_delete_block,
     ordering_pylist,
 )
-from evt_toolkit.format.names import BaseFileName, LogFileName, new_write_token
+from evt_toolkit.format.names import LogFileName, new_write_token
 from evt_toolkit.format.ordering import comparable
 from evt_toolkit.format.ownership import LOG, WRITE, OwnedFile
 from evt_toolkit.format.properties import dump_properties
@@ -488,21 +488,6 @@ def ensure_partition_metafile(storage: TableStorage, partition_path: str, instan
             raise
 
 
-def marker_path(instant: str, partition_path: str, file_id: str, write_token: str, base_instant: str) -> str:
-    """DIRECT marker of an append: ``.hoodie/.temp/<instant>/<partition>/<phony base name>.marker.APPEND``.
-
-    ``HoodieAppendHandle`` names the marker after a base file that does not exist, carrying the slice's base instant,
-    so that ``MarkerBasedRollbackStrategy`` can find the log files of a failed write.
-
-    Example:
-        >>> marker_path("2", "p=a", "f-0", "0-0-0", "1")
-        '.hoodie/.temp/2/p=a/f-0_0-0-0_1.parquet.marker.APPEND'
-    """
-    phony = BaseFileName(file_id, write_token, base_instant, ".parquet").name
-    folder = posixpath.join(".hoodie/.temp", instant, partition_path) if partition_path else f".hoodie/.temp/{instant}"
-    return posixpath.join(folder, f"{phony}.marker.APPEND")
-
-
 def _event_bounds(table: pa.Table, spec: WriteJobSpec) -> tuple[int | None, int | None]:
     field = spec.event_time_field
     if not field or field not in table.column_names or table.num_rows == 0:
@@ -734,8 +719,8 @@ def write_file_group(
     # Recorded before they exist: a rollback deletes exactly these files of the instant, whatever their names.
     record_ownership(storage, spec.instant, WRITE, token, [OwnedFile(rel, LOG) for rel in rels])
     ensure_partition_metafile(storage, fg.partition_path, spec.instant, _partition_depth(spec))
-    for name in names if fmt.logs_named_by_deltacommit else names[:1]:
-        marker = fmt.log_marker_path(
+    storage.create_empty(
+        fmt.log_marker_path(
             spec.instant,
             fg.partition_path,
             name,
@@ -743,7 +728,8 @@ def write_file_group(
             write_token=token,
             slice_base_instant=fg.base_instant,
         )
-        storage.write_bytes_atomic(marker, b"", overwrite=True)
+        for name in (names if fmt.logs_named_by_deltacommit else names[:1])
+    )
     written: list[FileWritten] = []
     for out, name, rel in zip(files, names, rels, strict=True):
         try:
