@@ -43,7 +43,7 @@ Example:
     ...     "key": ["a"], "is_delete": [True], "ct_delete": [False], "src": pa.array([1], pa.int8()),
     ...     "idx": pa.array([0], pa.int64())}), emitted_idx=pa.array([], pa.int64()),
     ...     event_time_ordering=True, later_keys=None, later_ct_keys=pa.array([], pa.string()))
-    >>> d.carry_delete_idx.tolist(), d.tombstones
+    >>> d.carry_delete_winner_pos.tolist(), d.tombstones
     ([0], 1)
 """
 
