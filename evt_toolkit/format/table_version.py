@@ -125,9 +125,7 @@ class TableVersionFormat:
         ``<log file name>.marker.CREATE`` (``WriteMarkers.createLogMarkerIfNotExists``).
         """
         if self.logs_named_by_deltacommit:
-            return create_marker(
-                write_instant, posixpath.join(partition_path, log_file_name) if partition_path else log_file_name
-            )
+            return create_marker(write_instant, posixpath.join(partition_path, log_file_name))
         marker = f"{BaseFileName(file_id, write_token, slice_base_instant, '.parquet').name}.marker.APPEND"
         return posixpath.join(marker_folder(write_instant), partition_path, marker)
 

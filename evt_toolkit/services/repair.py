@@ -44,7 +44,7 @@ from evt_toolkit.storage.temporary import is_temporary_name
 from evt_toolkit.table.fs_view import list_table_files
 from evt_toolkit.table.guards import TABLE_SERVICE_VERSIONS, require_writable
 from evt_toolkit.table.table import Table
-from evt_toolkit.write.overtaken import retirable_rollbacks, retire_overtaken_rollbacks
+from evt_toolkit.write.overtaken import retirable_rollbacks, retire_rollbacks
 
 __all__ = ["RepairReport", "repair_compactions"]
 
@@ -144,6 +144,7 @@ def repair_compactions(table: Table, *, dry_run: bool = True, older_than_s: floa
                 )
     completed = {i.time for i in timeline.completed()}
     stale = sorted(f for instant, folders in record_folders(storage).items() if instant in completed for f in folders)
+    retirable = retirable_rollbacks(table)
     report = RepairReport(
         tuple(p for paths in abandoned.values() for p in paths),
         tuple(missing),
@@ -152,7 +153,7 @@ def repair_compactions(table: Table, *, dry_run: bool = True, older_than_s: floa
         dry_run,
         tuple(markers),
         _stale_temporary_files(table, older_than_s, now),
-        tuple(i.time for i in retirable_rollbacks(table)),
+        tuple(i.time for i in retirable),
     )
     if dry_run:
         return report
@@ -168,7 +169,7 @@ def repair_compactions(table: Table, *, dry_run: bool = True, older_than_s: floa
         storage.delete_file(marker)
     if report.stale_temporary_files:
         storage.delete_files(list(report.stale_temporary_files))
-    retire_overtaken_rollbacks(table)
+    retire_rollbacks(table, retirable)  # the ones reported, found once
     table.refresh()
     return report
 

@@ -32,7 +32,6 @@ from evt_toolkit.format.table_version import TEMP_FOLDER, create_marker, marker_
 from evt_toolkit.storage.fs import FileEntry, TableStorage
 
 __all__ = [
-    "MARKER_ROOT",
     "RECORD_ROOT",
     "abandon_attempt",
     "abandoned_marker",
@@ -51,7 +50,6 @@ __all__ = [
     "unscheduling_markers",
 ]
 
-MARKER_ROOT = TEMP_FOLDER
 #: The toolkit's own files of each instant, one folder per instant (not an instant's marker folder: no instant is
 #: named ``evt``).
 RECORD_ROOT = posixpath.join(TEMP_FOLDER, "evt")
@@ -68,7 +66,7 @@ def record_folders(storage: TableStorage) -> dict[str, list[str]]:
     """``instant -> folders`` that may hold records of the instant: its record folder, and its marker folder where an
     earlier version wrote them (every instant-named folder of either root)."""
     out: dict[str, list[str]] = {}
-    for root in (RECORD_ROOT, MARKER_ROOT):
+    for root in (RECORD_ROOT, TEMP_FOLDER):
         _, folders = storage.list_dir(root)
         for folder in folders:
             instant = posixpath.basename(folder)

@@ -54,7 +54,7 @@ def base_file_marker_path(instant: str, partition_path: str, file_name: str) -> 
         >>> base_file_marker_path("2", "p=a", "f-0_0-0-0_2.parquet")
         '.hoodie/.temp/2/p=a/f-0_0-0-0_2.parquet.marker.CREATE'
     """
-    return create_marker(instant, posixpath.join(partition_path, file_name) if partition_path else file_name)
+    return create_marker(instant, posixpath.join(partition_path, file_name))
 
 
 def base_file_rows(spec: WriteJobSpec, upserts: pa.Table, file_name: str, task_partition_id: int) -> pa.Table:

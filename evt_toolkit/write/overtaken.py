@@ -9,6 +9,7 @@ every check that can refuse them has passed) and ``compaction repair`` retire su
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from evt_toolkit.format.names import INFLIGHT, REQUESTED
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     from evt_toolkit.table.table import Table
     from evt_toolkit.table.timeline import Instant
 
-__all__ = ["retirable_rollbacks", "retire_overtaken_rollbacks"]
+__all__ = ["retirable_rollbacks", "retire_overtaken_rollbacks", "retire_rollbacks"]
 
 
 def retirable_rollbacks(table: Table) -> list[Instant]:
@@ -70,9 +71,15 @@ def retire_overtaken_rollbacks(table: Table) -> list[str]:
     the requested one (Hudi's ``deletePending``), so a kill in between leaves a pending rollback that is retired the
     next time. Table services call this once every check that can refuse them has passed.
     """
+    return retire_rollbacks(table, retirable_rollbacks(table))
+
+
+def retire_rollbacks(table: Table, rollbacks: Iterable[Instant]) -> list[str]:
+    """Delete the timeline files of ``rollbacks`` — found by :func:`retirable_rollbacks` — inflight first; returns
+    their instants (for a caller that reported them before it acted)."""
     storage = table.storage
     retired = []
-    for inst in retirable_rollbacks(table):
+    for inst in rollbacks:
         for state in (INFLIGHT, REQUESTED):
             rel = table.instant_file(inst.time, ROLLBACK, state)
             if storage.exists(rel):
