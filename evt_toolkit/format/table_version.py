@@ -25,7 +25,8 @@ Example:
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping
+import zlib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,11 +35,15 @@ from evt_toolkit.format.metadata import encode_commit_metadata_avro, encode_comm
 from evt_toolkit.format.names import COMPLETED, BaseFileName, InstantFileName
 
 __all__ = [
+    "MARKER_TYPE_FILE",
     "TEMP_FOLDER",
+    "TIMELINE_SERVER_BASED",
     "WRITABLE_TABLE_VERSIONS",
     "TableVersionFormat",
     "create_marker",
+    "create_marker_list",
     "marker_folder",
+    "parse_marker_list",
     "table_version_format",
 ]
 
@@ -66,6 +71,45 @@ def create_marker(instant: str, rel: str) -> str:
         '.hoodie/.temp/2/p=a/f-0_0-0-0_2.parquet.marker.CREATE'
     """
     return posixpath.join(marker_folder(instant), f"{rel}.marker.CREATE")
+
+
+#: The file of a marker folder that names the format of its markers (``MarkerUtils.MARKER_TYPE_FILENAME``): when it
+#: is there, stock Hudi reads the folder's markers from its ``MARKERS<n>`` files only
+#: (``MarkerBasedRollbackUtils.getAllMarkerPaths``).
+MARKER_TYPE_FILE = "MARKERS.type"
+#: ``MarkerType.TIMELINE_SERVER_BASED``, the content of :data:`MARKER_TYPE_FILE` for markers kept in lists.
+TIMELINE_SERVER_BASED = "TIMELINE_SERVER_BASED"
+
+
+def create_marker_list(instant: str, rels: Iterable[str]) -> tuple[str, bytes]:
+    """Hudi's timeline-server ``CREATE`` markers of the files ``rels`` that ``instant`` creates, as one marker file:
+    ``(path, content)``, the content one ``<rel>.marker.CREATE`` per line (``MarkerDirState.addMarkerToMap``).
+
+    The file's index is a checksum of its content, so that marking the same files again rewrites the same file and
+    marking other files of the instant adds a file beside it (stock Hudi reads every ``MARKERS<n>``; the index fits
+    Java's ``int``, as ``MarkerDirState.parseMarkerFileIndex`` parses it).
+
+    Example:
+        >>> path, content = create_marker_list("2", ["p=a/f-0_0-0-0_2.parquet"])
+        >>> path.startswith(".hoodie/.temp/2/MARKERS"), content
+        (True, b'p=a/f-0_0-0-0_2.parquet.marker.CREATE\\n')
+        >>> parse_marker_list(content)
+        [('p=a', 'f-0_0-0-0_2.parquet', 'CREATE')]
+    """
+    content = "".join(f"{rel}.marker.CREATE\n" for rel in sorted(set(rels))).encode()
+    return posixpath.join(marker_folder(instant), f"MARKERS{zlib.crc32(content) & 0x7FFFFFFF}"), content
+
+
+def parse_marker_list(content: bytes) -> list[tuple[str, str, str]]:
+    """``(partition, marked file name, IO type)`` of each marker of a timeline-server marker file
+    (``MarkerUtils.readMarkersFromFile``: one marker per line; lines that are no marker are skipped)."""
+    out = []
+    for line in content.decode("utf-8", "replace").splitlines():
+        line = line.strip()
+        if ".marker." in line:
+            marked, kind = line.rsplit(".marker.", 1)
+            out.append((posixpath.dirname(marked), posixpath.basename(marked), kind))
+    return out
 
 
 @dataclass(frozen=True, slots=True)

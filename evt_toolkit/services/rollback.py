@@ -62,7 +62,6 @@ from evt_toolkit.format.records import (
     RollbackPlanRequest,
     WriteStat,
 )
-from evt_toolkit.format.table_version import marker_folder
 from evt_toolkit.services.clean import delete_files
 from evt_toolkit.services.rollback_planner import (
     BaseFacts,
@@ -76,7 +75,7 @@ from evt_toolkit.services.rollback_planner import (
 from evt_toolkit.storage.fs import hadoop_path, relative_path
 from evt_toolkit.storage.links import delete_link_or_file, held_by_another_file
 from evt_toolkit.storage.log_blocks import read_block_instants, scan_log, unreadable_log
-from evt_toolkit.storage.ownership import drop_markers, drop_ownership, owned_files
+from evt_toolkit.storage.ownership import drop_markers, drop_ownership, markers, owned_files
 from evt_toolkit.table.fs_view import Listing, list_table_files
 from evt_toolkit.table.guards import TABLE_SERVICE_VERSIONS, has_metadata_table, require_writable
 from evt_toolkit.table.metadata_table import compaction_holding, load_metadata_table
@@ -175,36 +174,6 @@ def _log_facts(storage: TableStorage, rel: str) -> LogFacts | None:
     )
 
 
-def _markers(storage: TableStorage, instant: str) -> list[tuple[str, str, str]]:
-    """``(partition, marked file name, type)`` of every DIRECT marker of ``instant``.
-
-    Timeline-server markers (``MARKERS<n>`` files listing the names) are read too, as ``MarkerBasedRollbackUtils``
-    accepts both.
-    """
-    root = marker_folder(instant)
-    out: list[tuple[str, str, str]] = []
-    stack = [root]
-    while stack:
-        rel = stack.pop()
-        files, dirs = storage.list_dir(rel)
-        stack.extend(dirs)
-        for e in files:
-            if e.name.startswith("MARKERS") and e.name != "MARKERS.type":
-                text = storage.read_bytes(e.path).decode("utf-8", "replace")
-                for line in text.splitlines():
-                    line = line.strip()
-                    if ".marker." in line:
-                        marked, kind = line.rsplit(".marker.", 1)
-                        out.append((posixpath.dirname(marked), posixpath.basename(marked), kind))
-                continue
-            if ".marker." not in e.name:
-                continue
-            marked, kind = e.name.rsplit(".marker.", 1)
-            partition = posixpath.relpath(rel, root) if rel != root else ""
-            out.append((partition, marked, kind))
-    return out
-
-
 def _slice_logs(listing: Listing, partition: str, file_id: str, base_instant: str | None) -> list[str]:
     return [
         lf.path
@@ -228,7 +197,7 @@ def _deltacommit_candidates(table: Table, inst: Instant, listing: Listing) -> tu
     bases: set[str] = set()
     for path, owned in owned_files(table.storage, target, [WRITE]).items():
         (recorded if owned.role == LOG else bases).add(path)
-    for partition, marked, kind in _markers(table.storage, target):
+    for partition, marked, kind in markers(table.storage, target):
         parsed = BaseFileName.parse(marked)
         if parsed is None:
             continue
@@ -630,7 +599,7 @@ def _deltacommit_requests_v2(table: Table, inst: Instant, listing: Listing) -> t
     w = inst.time
     storage = table.storage
     recorded: set[str] = set(owned_files(storage, w, [WRITE]))
-    for partition, marked, _kind in _markers(storage, w):
+    for partition, marked, _kind in markers(storage, w):
         recorded.add(posixpath.join(partition, marked) if partition else marked)
     try:
         stats: tuple[WriteStat, ...] = table.timeline.commit_metadata(inst).write_stats

@@ -27,8 +27,16 @@ import posixpath
 import uuid
 from collections.abc import Iterable
 
+from evt_toolkit.errors import ObjectExistsError
 from evt_toolkit.format.ownership import OwnedFile, OwnershipRecord
-from evt_toolkit.format.table_version import TEMP_FOLDER, create_marker, marker_folder
+from evt_toolkit.format.table_version import (
+    MARKER_TYPE_FILE,
+    TEMP_FOLDER,
+    TIMELINE_SERVER_BASED,
+    create_marker_list,
+    marker_folder,
+    parse_marker_list,
+)
 from evt_toolkit.storage.fs import FileEntry, TableStorage
 
 __all__ = [
@@ -40,6 +48,7 @@ __all__ = [
     "drop_ownership",
     "mark_created",
     "marker_folder",
+    "markers",
     "new_attempt",
     "owned_files",
     "ownership_records",
@@ -76,14 +85,63 @@ def record_folders(storage: TableStorage) -> dict[str, list[str]]:
 
 
 def mark_created(storage: TableStorage, instant: str, rels: Iterable[str]) -> None:
-    """Write Hudi's ``CREATE`` marker of each file ``instant`` is about to create (after its ownership record):
-    a stock rollback of the instant, which goes by markers, then deletes them too."""
-    storage.create_empty(create_marker(instant, rel) for rel in rels)
+    """Write Hudi's ``CREATE`` markers of the files ``instant`` is about to create (after its ownership record): a
+    stock rollback of the instant, which goes by markers, then deletes them too.
+
+    They are written as the timeline server writes them (:func:`~evt_toolkit.format.table_version.create_marker_list`):
+    ``MARKERS.type`` first, then one ``MARKERS<n>`` listing them all — two files (two PUTs on an object store) for a
+    whole compaction run instead of one per base file, and stock Hudi reads them the same way. A list already there
+    under the same index with other markers (marked by another call whose list has the same checksum) is merged, not
+    replaced. Only compaction runs mark this way: a folder that has a ``MARKERS.type`` is read from its lists only,
+    and a compaction instant's markers are all written here.
+    """
+    rels = list(rels)
+    if not rels:
+        return
+    path, content = create_marker_list(instant, rels)
+    # The type first: a crash after it leaves a folder of no markers (nothing is created yet), never a list that
+    # stock Hudi, seeing no type, would take for a DIRECT marker with an unparsable name.
+    storage.write_bytes_atomic(
+        posixpath.join(marker_folder(instant), MARKER_TYPE_FILE), TIMELINE_SERVER_BASED.encode(), overwrite=True
+    )
+    try:
+        storage.write_bytes_atomic(path, content, overwrite=False)
+    except ObjectExistsError:
+        existing = storage.read_bytes(path)
+        if existing != content:
+            lines = set(existing.decode("utf-8", "replace").splitlines()) | set(content.decode().splitlines())
+            storage.write_bytes_atomic(path, "".join(f"{x}\n" for x in sorted(lines) if x).encode(), overwrite=True)
+
+
+def _is_marker(name: str) -> bool:
+    """A file of Hudi's in a marker folder: a DIRECT marker, a timeline-server marker list or its type file."""
+    return ".marker." in name or name.startswith("MARKERS")
+
+
+def markers(storage: TableStorage, instant: str) -> list[tuple[str, str, str]]:
+    """``(partition, marked file name, IO type)`` of every marker of ``instant``: DIRECT markers (one file each,
+    ``<rel>.marker.<type>``) and timeline-server marker lists (``MARKERS<n>``), as ``MarkerBasedRollbackUtils``
+    accepts both."""
+    root = marker_folder(instant)
+    out: list[tuple[str, str, str]] = []
+    stack = [root]
+    while stack:
+        rel = stack.pop()
+        files, dirs = storage.list_dir(rel)
+        stack.extend(dirs)
+        for e in files:
+            if e.name.startswith("MARKERS"):
+                if e.name != MARKER_TYPE_FILE:
+                    out.extend(parse_marker_list(storage.read_bytes(e.path)))
+            elif ".marker." in e.name:
+                marked, kind = e.name.rsplit(".marker.", 1)
+                out.append((posixpath.relpath(rel, root) if rel != root else "", marked, kind))
+    return out
 
 
 def drop_markers(storage: TableStorage, instant: str) -> None:
     """Delete Hudi's markers of ``instant`` (not the records an earlier version kept beside them)."""
-    storage.delete_files([e.path for e in storage.list_files(marker_folder(instant)) if ".marker." in e.name])
+    storage.delete_files([e.path for e in storage.list_files(marker_folder(instant)) if _is_marker(e.name)])
 
 
 def unscheduling_marker(instant: str) -> str:

@@ -5,9 +5,9 @@ machine's local time. Java's generator spins until the clock passes the last ins
 millisecond past the largest instant already on the timeline (or already issued by this process), so a timeline
 holding an instant from the future (clock skew on another writer) cannot make us wait or go backwards.
 
-Example:
+Example (a table of its own, ``scope``: what this process issued for other tables does not count):
     >>> from datetime import datetime, UTC
-    >>> new_instant_time(["20250101000000000"], "UTC", now=datetime(2024, 1, 1, tzinfo=UTC))
+    >>> new_instant_time(["20250101000000000"], "UTC", now=datetime(2024, 1, 1, tzinfo=UTC), scope="file:/doc/t")
     '20250101000000001'
 """
 
