@@ -41,8 +41,8 @@ __all__ = [
     "WRITABLE_TABLE_VERSIONS",
     "TableVersionFormat",
     "create_marker",
-    "create_marker_list",
     "marker_folder",
+    "marker_list",
     "parse_marker_list",
     "table_version_format",
 ]
@@ -81,22 +81,22 @@ MARKER_TYPE_FILE = "MARKERS.type"
 TIMELINE_SERVER_BASED = "TIMELINE_SERVER_BASED"
 
 
-def create_marker_list(instant: str, rels: Iterable[str]) -> tuple[str, bytes]:
-    """Hudi's timeline-server ``CREATE`` markers of the files ``rels`` that ``instant`` creates, as one marker file:
-    ``(path, content)``, the content one ``<rel>.marker.CREATE`` per line (``MarkerDirState.addMarkerToMap``).
+def marker_list(instant: str, names: Iterable[str]) -> tuple[str, bytes]:
+    """Hudi's timeline-server markers ``names`` (``<rel>.marker.<IO type>``, relative to the marker folder) of
+    ``instant``, as one marker file: ``(path, content)``, one name per line (``MarkerDirState.addMarkerToMap``).
 
     The file's index is a checksum of its content, so that marking the same files again rewrites the same file and
     marking other files of the instant adds a file beside it (stock Hudi reads every ``MARKERS<n>``; the index fits
     Java's ``int``, as ``MarkerDirState.parseMarkerFileIndex`` parses it).
 
     Example:
-        >>> path, content = create_marker_list("2", ["p=a/f-0_0-0-0_2.parquet"])
+        >>> path, content = marker_list("2", ["p=a/f-0_0-0-0_2.parquet.marker.CREATE"])
         >>> path.startswith(".hoodie/.temp/2/MARKERS"), content
         (True, b'p=a/f-0_0-0-0_2.parquet.marker.CREATE\\n')
         >>> parse_marker_list(content)
         [('p=a', 'f-0_0-0-0_2.parquet', 'CREATE')]
     """
-    content = "".join(f"{rel}.marker.CREATE\n" for rel in sorted(set(rels))).encode()
+    content = "".join(f"{name}\n" for name in sorted(set(names))).encode()
     return posixpath.join(marker_folder(instant), f"MARKERS{zlib.crc32(content) & 0x7FFFFFFF}"), content
 
 

@@ -33,8 +33,8 @@ from evt_toolkit.format.table_version import (
     MARKER_TYPE_FILE,
     TEMP_FOLDER,
     TIMELINE_SERVER_BASED,
-    create_marker_list,
     marker_folder,
+    marker_list,
     parse_marker_list,
 )
 from evt_toolkit.storage.fs import FileEntry, TableStorage
@@ -88,22 +88,25 @@ def mark_created(storage: TableStorage, instant: str, rels: Iterable[str]) -> No
     """Write Hudi's ``CREATE`` markers of the files ``instant`` is about to create (after its ownership record): a
     stock rollback of the instant, which goes by markers, then deletes them too.
 
-    They are written as the timeline server writes them (:func:`~evt_toolkit.format.table_version.create_marker_list`):
+    They are written as the timeline server writes them (:func:`~evt_toolkit.format.table_version.marker_list`):
     ``MARKERS.type`` first, then one ``MARKERS<n>`` listing them all — two files (two PUTs on an object store) for a
     whole compaction run instead of one per base file, and stock Hudi reads them the same way. A list already there
     under the same index with other markers (marked by another call whose list has the same checksum) is merged, not
-    replaced. Only compaction runs mark this way: a folder that has a ``MARKERS.type`` is read from its lists only,
-    and a compaction instant's markers are all written here.
+    replaced. Once ``MARKERS.type`` is there, stock Hudi reads the folder's lists only: DIRECT markers found in a
+    folder without it (an earlier version's run of the instant) are put into the first list too.
     """
-    rels = list(rels)
-    if not rels:
+    names = [f"{rel}.marker.CREATE" for rel in rels]
+    if not names:
         return
-    path, content = create_marker_list(instant, rels)
+    folder = marker_folder(instant)
+    present = storage.list_files(folder)
+    type_file = posixpath.join(folder, MARKER_TYPE_FILE)
+    if all(e.path != type_file for e in present):
+        names += [posixpath.relpath(e.path, folder) for e in present if ".marker." in e.name]
+    path, content = marker_list(instant, names)
     # The type first: a crash after it leaves a folder of no markers (nothing is created yet), never a list that
     # stock Hudi, seeing no type, would take for a DIRECT marker with an unparsable name.
-    storage.write_bytes_atomic(
-        posixpath.join(marker_folder(instant), MARKER_TYPE_FILE), TIMELINE_SERVER_BASED.encode(), overwrite=True
-    )
+    storage.write_bytes_atomic(type_file, TIMELINE_SERVER_BASED.encode(), overwrite=True)
     try:
         storage.write_bytes_atomic(path, content, overwrite=False)
     except ObjectExistsError:

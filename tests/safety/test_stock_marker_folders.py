@@ -24,7 +24,7 @@ import pytest
 import evt_toolkit as evt
 from evt_toolkit.compaction import EventTimeBasedCompactionStrategy
 from evt_toolkit.format.ownership import RUN
-from evt_toolkit.format.table_version import create_marker_list
+from evt_toolkit.format.table_version import marker_list
 from evt_toolkit.storage.ownership import drop_markers, mark_created, marker_folder, markers, owned_files, record_folder
 from tests.faults import assert_killed, run_child
 from tests.services import data_files, failed_write
@@ -177,7 +177,7 @@ def test_marking_again_rewrites_the_same_list_and_other_files_add_a_list(tmp_pat
     mark_created(t.storage, "7", ["p/a.parquet", "p/b.parquet"])
     mark_created(t.storage, "7", ["p/b.parquet", "p/a.parquet"])  # a task run again: the same list
     assert sorted(p.name for p in folder.iterdir() if p.name != "MARKERS.type") == [
-        create_marker_list("7", ["p/a.parquet", "p/b.parquet"])[0].rsplit("/", 1)[1]
+        marker_list("7", ["p/a.parquet.marker.CREATE", "p/b.parquet.marker.CREATE"])[0].rsplit("/", 1)[1]
     ]
     mark_created(t.storage, "7", ["p/c"])
     assert sorted(_stock_markers(folder)) == [
@@ -186,7 +186,7 @@ def test_marking_again_rewrites_the_same_list_and_other_files_add_a_list(tmp_pat
         "p/c.marker.CREATE",
     ]
     # Another list that happens to sit under the same index (a checksum clash): merged, never replaced.
-    path, _ = create_marker_list("7", ["p/d"])
+    path, _ = marker_list("7", ["p/d.marker.CREATE"])
     (Path(t.path) / path).write_text("p/x.marker.CREATE\n")
     mark_created(t.storage, "7", ["p/d"])
     assert {m for m in _stock_markers(folder)} >= {"p/x.marker.CREATE", "p/d.marker.CREATE"}
@@ -197,5 +197,26 @@ def test_marking_again_rewrites_the_same_list_and_other_files_add_a_list(tmp_pat
         ("d", "CREATE"),
         ("x", "CREATE"),
     ]
+    drop_markers(t.storage, "7")
+    assert not [p for p in folder.rglob("*") if p.is_file()]
+
+
+def test_direct_markers_an_earlier_version_left_are_listed_before_stock_hudi_reads_lists_only(tmp_path: Path) -> None:
+    """A run of an earlier version marked ``p/old.parquet`` with a DIRECT marker (and a stock attempt marked a merge):
+    once ``MARKERS.type`` is written stock Hudi reads the lists only, so the first list carries them too."""
+    t = create(tmp_path / "t", "event_time", buckets=1)
+    folder = Path(t.path) / marker_folder("7")
+    (folder / "p").mkdir(parents=True)
+    (folder / "p" / "old.parquet.marker.CREATE").touch()
+    (folder / "p" / "m.parquet.marker.MERGE").touch()
+    assert sorted(_stock_markers(folder)) == ["p/m.parquet.marker.MERGE", "p/old.parquet.marker.CREATE"]
+    mark_created(t.storage, "7", ["p/new.parquet"])
+    assert sorted(_stock_markers(folder)) == [
+        "p/m.parquet.marker.MERGE",
+        "p/new.parquet.marker.CREATE",
+        "p/old.parquet.marker.CREATE",
+    ]
+    mark_created(t.storage, "7", ["p/next.parquet"])  # the type file is there: a list of the new file alone
+    assert len(_stock_markers(folder)) == 4
     drop_markers(t.storage, "7")
     assert not [p for p in folder.rglob("*") if p.is_file()]
