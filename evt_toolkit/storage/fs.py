@@ -575,18 +575,20 @@ class TableStorage:
         self.parallel(fetch, todo)
 
     # -- writing ---------------------------------------------------------------------------------------------------
-    def write_bytes_atomic(self, rel: str, data: bytes, *, overwrite: bool = False) -> None:
+    def write_bytes_atomic(self, rel: str, data: bytes, *, overwrite: bool = False, staging: str | None = None) -> None:
         """Write a whole file atomically: readers see the old state or all of ``data``.
 
         Object stores: one PUT (with ``If-None-Match: *`` unless ``overwrite``); local: a temporary file renamed
-        (``overwrite``) or linked (create-only) into place.
+        (``overwrite``) or linked (create-only) into place. The temporary file is beside ``rel``, or in the folder
+        ``staging`` where ``rel``'s folder must never hold another file, even after a crash (Hudi's marker folders,
+        whose every file stock Hudi reads as a marker).
 
         Raises:
             ObjectExistsError: ``overwrite`` is false and the file exists (nothing is written).
             StorageError: the write failed.
         """
         self._forget(rel)
-        self._backend.put(rel, bytes(data), create_only=not overwrite)
+        self._backend.put(rel, bytes(data), create_only=not overwrite, staging=staging)
 
     def put_if_absent(self, rel: str, data: bytes) -> None:
         """Create ``rel`` only if it does not exist (S3/GCS/Azure conditional PUT; local ``link(2)``).

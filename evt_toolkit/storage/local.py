@@ -214,15 +214,18 @@ class ArrowBackend:
         ]
 
     # -- writes -------------------------------------------------------------------------------------------------
-    def put(self, rel: str, data: bytes, *, create_only: bool) -> None:
-        """Write through a temporary file: renamed over the target, or linked to it when ``create_only``."""
+    def put(self, rel: str, data: bytes, *, create_only: bool, staging: str | None = None) -> None:
+        """Write through a temporary file: renamed over the target, or linked to it when ``create_only``. The
+        temporary file is beside the target, or in ``staging`` (a folder on the same file system) when given."""
         full = self.full(rel)
         parent = posixpath.dirname(full)
         record(self.counter, "put", written=len(data))
-        tmp = temporary_path(full)
+        tmp = temporary_path(full if staging is None else posixpath.join(self.full(staging), "x"))
         if self.local:
             try:
                 os.makedirs(parent, exist_ok=True)
+                if staging is not None:
+                    os.makedirs(posixpath.dirname(tmp), exist_ok=True)
                 with open(tmp, "wb") as fh:
                     fh.write(data)
                 self._commit_local(tmp, full, create_only)
@@ -238,6 +241,8 @@ class ArrowBackend:
             raise ObjectExistsError(f"{full} already exists: not overwriting it")
         try:
             self.fs.create_dir(parent, recursive=True)
+            if staging is not None:
+                self.fs.create_dir(posixpath.dirname(tmp), recursive=True)
             with self.fs.open_output_stream(tmp) as out:
                 out.write(data)
             self.fs.move(tmp, full)

@@ -196,8 +196,9 @@ class ObjectBackend:
         return False
 
     # -- writes -------------------------------------------------------------------------------------------------
-    def put(self, rel: str, data: bytes, *, create_only: bool) -> None:
-        """One PUT; ``create_only`` sends ``If-None-Match: *`` (S3/GCS/Azure put-if-absent)."""
+    def put(self, rel: str, data: bytes, *, create_only: bool, staging: str | None = None) -> None:
+        """One PUT; ``create_only`` sends ``If-None-Match: *`` (S3/GCS/Azure put-if-absent). No temporary object, so
+        ``staging`` is not used."""
         record(self.counter, "put", written=len(data))
         try:
             if create_only and self._conditional_put:

@@ -105,15 +105,19 @@ def mark_created(storage: TableStorage, instant: str, rels: Iterable[str]) -> No
         names += [posixpath.relpath(e.path, folder) for e in present if ".marker." in e.name]
     path, content = marker_list(instant, names)
     # The type first: a crash after it leaves a folder of no markers (nothing is created yet), never a list that
-    # stock Hudi, seeing no type, would take for a DIRECT marker with an unparsable name.
-    storage.write_bytes_atomic(type_file, TIMELINE_SERVER_BASED.encode(), overwrite=True)
+    # stock Hudi, seeing no type, would take for a DIRECT marker with an unparsable name. On file systems the
+    # temporary files are made in the instant's record folder, so that a crash cannot leave one in the marker folder
+    # (stock Hudi would read it as a marker there and fail).
+    staging = record_folder(instant)
+    storage.write_bytes_atomic(type_file, TIMELINE_SERVER_BASED.encode(), overwrite=True, staging=staging)
     try:
-        storage.write_bytes_atomic(path, content, overwrite=False)
+        storage.write_bytes_atomic(path, content, overwrite=False, staging=staging)
     except ObjectExistsError:
         existing = storage.read_bytes(path)
         if existing != content:
             lines = set(existing.decode("utf-8", "replace").splitlines()) | set(content.decode().splitlines())
-            storage.write_bytes_atomic(path, "".join(f"{x}\n" for x in sorted(lines) if x).encode(), overwrite=True)
+            merged = "".join(f"{x}\n" for x in sorted(lines) if x).encode()
+            storage.write_bytes_atomic(path, merged, overwrite=True, staging=staging)
 
 
 def _is_marker(name: str) -> bool:

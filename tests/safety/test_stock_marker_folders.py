@@ -17,6 +17,8 @@ the run's outputs and nothing else.
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -220,3 +222,32 @@ def test_direct_markers_an_earlier_version_left_are_listed_before_stock_hudi_rea
     assert len(_stock_markers(folder)) == 4
     drop_markers(t.storage, "7")
     assert not [p for p in folder.rglob("*") if p.is_file()]
+
+
+_KILLED_WHILE_MARKING = """
+import os, sys
+import evt_toolkit as evt
+from evt_toolkit.storage import local
+from evt_toolkit.storage.ownership import mark_created
+
+def killed(self, tmp, full, create_only):
+    assert os.path.exists(tmp)
+    os.kill(os.getpid(), 9)  # the temporary file is written, the target not yet
+
+local.ArrowBackend._commit_local = killed
+mark_created(evt.HudiTable.open(sys.argv[1]).storage, "7", ["p/a.parquet"])
+"""
+
+
+def test_a_process_killed_while_it_marks_leaves_nothing_in_the_marker_folder(tmp_path: Path) -> None:
+    """Killed between writing the type file's temporary copy and moving it into place: the marker folder holds no
+    file (stock Hudi would read any file there as a marker and fail on it); the leftover is in the record folder."""
+    t = create(tmp_path / "t", "event_time", buckets=1)
+    done = subprocess.run([sys.executable, "-c", _KILLED_WHILE_MARKING, t.path], cwd=Path(__file__).parents[2])
+    assert done.returncode == -9
+    root = Path(t.path)
+    assert not [p for p in (root / marker_folder("7")).rglob("*") if p.is_file()]
+    assert _stock_rollback_parses(root, "7") == []
+    assert [p.name[:9] for p in (root / record_folder("7")).iterdir()] == [".evt-tmp-"]
+    mark_created(t.storage, "7", ["p/a.parquet"])  # marking again succeeds; the instant's records go with it
+    assert _stock_markers(root / marker_folder("7")) == ["p/a.parquet.marker.CREATE"]
