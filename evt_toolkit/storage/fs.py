@@ -603,15 +603,28 @@ class TableStorage:
         self.parallel(lambda kv: self.write_bytes_atomic(kv[0], kv[1], overwrite=overwrite), list(items.items()))
 
     def create_empty(self, rels: Iterable[str]) -> None:
-        """Create empty files whose names alone matter (Hudi's markers), overwriting any: locally one ``open`` each,
-        no temporary file (an empty file is there or not); elsewhere as :meth:`write_many`.
+        """Create empty files whose names alone matter (Hudi's markers), overwriting any: on file systems one
+        ``open`` each, no temporary file (an empty file is there or not, and a crash must not leave a temporary file
+        in a marker folder, whose every file stock Hudi reads as a marker); on object stores as :meth:`write_many`.
 
         Raises:
             StorageError: a file could not be created (names it).
         """
         rels = list(rels)
-        if not self.is_local:
+        if self.is_object_store:
             self.write_many(dict.fromkeys(rels, b""), overwrite=True)
+            return
+        if not self.is_local:  # a file system through pyarrow (HDFS)
+            fs = cast(pafs.FileSystem, self._fs)
+            for rel in rels:
+                self._forget(rel)
+                full = self._backend.full(rel)
+                try:
+                    fs.create_dir(posixpath.dirname(full), recursive=True)
+                    with fs.open_output_stream(full):
+                        pass
+                except OSError as exc:
+                    raise StorageError(f"cannot write {self.full_path(rel)}: {exc}") from exc
             return
         made: set[str] = set()
         for rel in rels:
